@@ -1,0 +1,3 @@
+from clbench.cli import main
+
+main()

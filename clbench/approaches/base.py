@@ -1,0 +1,330 @@
+"""The `Approach` base class: it owns the per-task training loop; approaches override small hooks.
+
+The loop is the paper's protocol (Experiments: Training) with the reference implementation's details:
+plain SGD; each epoch one shuffled pass (last partial batch kept), then the validation loss (including the
+approach's penalty); an improvement snapshots the weights and resets the patience; otherwise the patience
+drops and, at zero, the lr is divided by `lr_factor`, the task stops if lr < `lr_min`, else the patience
+resets and the optimiser is rebuilt; after the loop the best snapshot is restored.
+
+Hooks (all optional): `build_network`, `begin_task`, `training_data`, `trainable_parameters`, `loss`,
+`penalty`, `before_step` (gradient conditioning), `after_step`, `end_task`, `predict`, `extra_state` /
+`load_extra_state` (what a checkpoint needs besides the network), `monitoring` (tables stored with the run).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+from torch.nn import functional
+
+from clbench.config import field
+from clbench.data.tasks import Batch, LabelledData, TaskSequence
+from clbench.nets import MultiHeadNet, build_network
+from clbench.seeding import torch_generator
+from clbench.spec import NetworkSpec, TrainingSpec
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    """Hyper-parameters every approach has."""
+
+    clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (reference: 10000 for sgd, sgd-f, joint, "
+                                               "hat, pnn, imm-mean; 100 ewc, lwf; 200 lfl; 1000 imm-mode, pathnet)",
+                                  minimum=0.0)
+
+
+@dataclass(frozen=True)
+class ApproachContext:
+    """What an approach is built from: the spec's network and protocol, the task heads, device and seed."""
+
+    network: NetworkSpec
+    training: TrainingSpec
+    input_shape: tuple[int, ...]
+    head_sizes: tuple[int, ...]
+    device: torch.device
+    seed: int
+
+    def generator(self, purpose: str) -> torch.Generator:
+        """A CPU generator of the seeding contract for one purpose."""
+        return torch_generator(self.seed, purpose)
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """Where a training step is: the epoch and the batch index b (0-based) out of B batches in the epoch."""
+
+    stage: int
+    epoch: int
+    batch: int
+    n_batches: int
+
+
+@dataclass(frozen=True)
+class EpochLog:
+    """One epoch of one task, as reported to the progress callback."""
+
+    stage: int
+    epoch: int
+    lr: float
+    train_loss: float
+    valid_loss: float
+    valid_accuracy: float
+    improved: bool
+
+
+@dataclass(frozen=True)
+class TaskLog:
+    """How training a task went: epochs run, best validation values, time."""
+
+    stage: int
+    epochs: int
+    best_epoch: int
+    best_valid_loss: float
+    final_lr: float
+    seconds: float
+    batches: int
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Mean loss and accuracy of a model on one split."""
+
+    loss: float
+    accuracy: float
+    n: int
+
+
+ProgressCallback = Callable[[EpochLog], None]
+
+
+class PlateauSchedule:
+    """The paper's lr schedule and early stopping as a small state machine on validation losses."""
+
+    def __init__(self, training: TrainingSpec, lr: float | None = None) -> None:
+        self.training = training
+        self.lr = training.lr if lr is None else lr
+        self.patience = training.patience
+        self.best_loss = float("inf")
+        self.stopped = False
+
+    def step(self, valid_loss: float) -> tuple[bool, bool]:
+        """Record one epoch's validation loss; returns (improved, lr_changed). Sets `stopped` when done."""
+        if valid_loss < self.best_loss:
+            self.best_loss = valid_loss
+            self.patience = self.training.patience
+            return True, False
+        self.patience -= 1
+        if self.patience > 0:
+            return False, False
+        self.lr /= self.training.lr_factor
+        if self.lr < self.training.lr_min:
+            self.stopped = True
+            return False, False
+        self.patience = self.training.patience
+        return False, True
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"lr": self.lr, "patience": self.patience, "best_loss": self.best_loss, "stopped": self.stopped}
+
+
+REGISTRY: dict[str, type[Approach]] = {}
+
+
+def register(cls: type[Approach]) -> type[Approach]:
+    """Class decorator: register an approach under `cls.name` (a duplicate name is an error)."""
+    if cls.name in REGISTRY:
+        raise ValueError(f"approach name {cls.name!r} registered twice ({REGISTRY[cls.name].__module__}, "
+                         f"{cls.__module__})")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+class Approach:
+    """A continual-learning approach over a multi-head network; subclasses override hooks, not the loop."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    hyperparameters_class: ClassVar[type[Hyperparameters]] = Hyperparameters
+    is_reference: ClassVar[bool] = False  # joint and random: the forgetting ratio's references
+
+    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
+        self.context = context
+        self.hparams = hyperparameters
+        self.device = context.device
+        self.network: nn.Module = self.build_network().to(self.device)
+        self.batch_generator = context.generator("batch-order")
+
+    # ------------------------------------------------------------------ hooks
+    def build_network(self) -> nn.Module:
+        """The network (default: the spec's body with one head per task)."""
+        return build_network(self.context.network, self.context.input_shape, self.context.head_sizes)
+
+    def begin_task(self, stage: int, tasks: TaskSequence) -> None:
+        """Called before training task `stage` (0-based)."""
+
+    def training_data(self, stage: int, tasks: TaskSequence) -> tuple[LabelledData, LabelledData]:
+        """(train, validation) data of a stage (default: the current task's)."""
+        return tasks[stage].train, tasks[stage].valid
+
+    def trainable_parameters(self, stage: int) -> Iterable[nn.Parameter]:
+        """What the optimiser updates at this stage (default: every parameter that requires a gradient)."""
+        return [p for p in self.network.parameters() if p.requires_grad]
+
+    def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
+        """Training loss of a batch (mean): cross-entropy on the task's head plus the approach's penalty."""
+        logits = self.network(batch.inputs, batch.task)
+        return functional.cross_entropy(logits, batch.targets) + self.penalty(step.stage)
+
+    def validation_loss(self, batch: Batch, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(summed loss, number correct) on a validation batch; the loss includes the penalty."""
+        logits = self.predict(batch.inputs, batch.task)
+        loss = functional.cross_entropy(logits, batch.targets, reduction="sum")
+        loss = loss + self.penalty(stage) * batch.targets.shape[0]
+        return loss, (logits.argmax(1) == batch.targets).sum()
+
+    def penalty(self, stage: int) -> torch.Tensor | float:
+        """The approach's regulariser, added to the training and validation loss (default 0)."""
+        return 0.0
+
+    def before_step(self, step: StepInfo) -> None:
+        """After backward, before clipping and the optimiser step (gradient conditioning)."""
+
+    def after_step(self, step: StepInfo) -> None:
+        """After the optimiser step (e.g. clamping)."""
+
+    def end_task(self, stage: int, tasks: TaskSequence) -> None:
+        """Called after task `stage` is trained and its best weights restored."""
+
+    def predict(self, inputs: torch.Tensor, task: int) -> torch.Tensor:
+        """Logits of task `task` for evaluation (the network is in eval mode)."""
+        return self.network(inputs, task)
+
+    def monitoring(self, stage: int, tasks: TaskSequence) -> dict[str, list[dict[str, Any]]]:
+        """Named tables of rows to store with the run after task `stage` (e.g. HAT's masks and capacity).
+
+        Each table `name` is written as `<name>.parquet` in the run folder, with the run's identity columns
+        and a `stage` column (1-based) added by the engine. Default: nothing.
+        """
+        return {}
+
+    def extra_state(self) -> dict[str, Any]:
+        """Approach state besides the network that a checkpoint must keep (masks, Fisher, old models...)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Restore what `extra_state` returned."""
+
+    # ------------------------------------------------------------------ the loop
+    def learn_task(self, stage: int, tasks: TaskSequence, progress: ProgressCallback | None = None) -> TaskLog:
+        """Train task `stage` with the paper's protocol and restore the best-validation weights."""
+        start = time.perf_counter()
+        self.begin_task(stage, tasks)
+        train, valid = self.training_data(stage, tasks)
+        training = self.training_protocol
+        schedule = PlateauSchedule(training)
+        optimizer = self.make_optimizer(stage, schedule.lr)
+        best = self.snapshot()
+        best_epoch, epochs, batches = 0, 0, 0
+        for epoch in range(training.max_epochs):
+            lr = schedule.lr
+            train_loss, n_batches = self.train_epoch(stage, epoch, train, optimizer)
+            evaluation = self.evaluate_validation(valid, stage)
+            improved, lr_changed = schedule.step(evaluation.loss)
+            epochs, batches = epoch + 1, batches + n_batches
+            if improved:
+                best, best_epoch = self.snapshot(), epoch + 1
+            if progress is not None:
+                progress(EpochLog(stage, epoch + 1, lr, train_loss, evaluation.loss, evaluation.accuracy, improved))
+            if schedule.stopped:
+                break
+            if lr_changed:
+                optimizer = self.make_optimizer(stage, schedule.lr)
+        self.restore(best)
+        self.end_task(stage, tasks)
+        return TaskLog(stage, epochs, best_epoch, schedule.best_loss, schedule.lr,
+                       time.perf_counter() - start, batches)
+
+    @property
+    def training_protocol(self) -> TrainingSpec:
+        return self.context.training
+
+    def make_optimizer(self, stage: int, lr: float) -> torch.optim.Optimizer:
+        """Plain SGD (no momentum, no weight decay) over `trainable_parameters`."""
+        return torch.optim.SGD(list(self.trainable_parameters(stage)), lr=lr)
+
+    def train_epoch(self, stage: int, epoch: int, data: LabelledData,
+                    optimizer: torch.optim.Optimizer) -> tuple[float, int]:
+        """One shuffled pass over `data`; returns (mean training loss, batches)."""
+        self.network.train()
+        order = torch.randperm(len(data), generator=self.batch_generator).to(data.images.device)
+        chunks = order.split(self.training_protocol.batch_size)
+        parameters = [p for group in optimizer.param_groups for p in group["params"]]
+        total = torch.zeros((), device=self.device)
+        for index, indices in enumerate(chunks):
+            step = StepInfo(stage, epoch, index, len(chunks))
+            loss = self.loss(data.batch(indices), step)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.before_step(step)
+            torch.nn.utils.clip_grad_norm_(parameters, self.hparams.clip_grad_norm)
+            optimizer.step()
+            self.after_step(step)
+            total += loss.detach()
+        return float(total) / max(1, len(chunks)), len(chunks)
+
+    def evaluate_validation(self, data: LabelledData, stage: int) -> Evaluation:
+        """Validation loss (with penalty) and accuracy, without autograd."""
+        self.network.eval()
+        loss_sum = torch.zeros((), device=self.device)
+        correct = torch.zeros((), device=self.device, dtype=torch.long)
+        with torch.inference_mode():
+            for chunk in data.batches(self.training_protocol.eval_batch_size):
+                loss, right = self.validation_loss(data.batch(chunk), stage)
+                loss_sum += loss
+                correct += right
+        n = max(1, len(data))
+        return Evaluation(float(loss_sum) / n, float(correct) / n, len(data))
+
+    def evaluate(self, data: LabelledData, task: int) -> Evaluation:
+        """Test cross-entropy and accuracy of task `task`'s head on `data`, without autograd."""
+        self.network.eval()
+        loss_sum = torch.zeros((), device=self.device)
+        correct = torch.zeros((), device=self.device, dtype=torch.long)
+        with torch.inference_mode():
+            for chunk in data.batches(self.training_protocol.eval_batch_size):
+                batch = data.batch(chunk)
+                logits = self.predict(batch.inputs, task)
+                loss_sum += functional.cross_entropy(logits, batch.targets, reduction="sum")
+                correct += (logits.argmax(1) == batch.targets).sum()
+        n = max(1, len(data))
+        return Evaluation(float(loss_sum) / n, float(correct) / n, len(data))
+
+    # ------------------------------------------------------------------ state
+    def snapshot(self) -> dict[str, torch.Tensor]:
+        """A copy of the network's weights."""
+        return {key: value.detach().clone() for key, value in self.network.state_dict().items()}
+
+    def restore(self, snapshot: dict[str, torch.Tensor]) -> None:
+        self.network.load_state_dict(snapshot)
+
+    def state(self) -> dict[str, Any]:
+        """Everything a checkpoint needs to continue or evaluate: network, approach state, batch RNG."""
+        return {"network": self.snapshot(), "extra": self.extra_state(),
+                "batch_generator": self.batch_generator.get_state()}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.network.load_state_dict(state["network"])
+        self.load_extra_state(state.get("extra", {}))
+        if "batch_generator" in state:
+            self.batch_generator.set_state(state["batch_generator"])
+
+    @property
+    def multihead(self) -> MultiHeadNet:
+        """The network as a MultiHeadNet (for approaches that need `features` and `heads`)."""
+        assert isinstance(self.network, MultiHeadNet)
+        return self.network

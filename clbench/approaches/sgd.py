@@ -1,0 +1,13 @@
+"""SGD: plain fine-tuning of the whole network on each task in turn (the paper's lower reference)."""
+
+from __future__ import annotations
+
+from clbench.approaches.base import Approach, register
+
+
+@register
+class SGD(Approach):
+    """Cross-entropy on the current task's head; nothing protects earlier tasks."""
+
+    name = "sgd"
+    summary = "fine-tune everything on each task (Goodfellow et al. 2014)"

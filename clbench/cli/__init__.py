@@ -1,0 +1,29 @@
+"""The `clbench` command line: thin Typer commands over the library. Importing this must not import torch."""
+
+from __future__ import annotations
+
+import typer
+
+from clbench.cli.evaluate import evaluate
+from clbench.cli.fetch import fetch
+from clbench.cli.listing import list_command
+from clbench.cli.report import report
+from clbench.cli.train import train
+
+app = typer.Typer(
+    name="clbench",
+    help="Benchmark catastrophic forgetting: HAT (Serra et al., ICML 2018) and its baselines, reproducibly.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("fetch")(fetch)
+app.command("train")(train)
+app.command("evaluate")(evaluate)
+app.command("report")(report)
+app.command("list")(list_command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,99 @@
+"""Shared pieces of the CLI layer: error handling, option parsing, console output.
+
+Nothing here imports torch: `clbench --help` must stay fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from clbench.errors import ClbenchError
+
+F = TypeVar("F", bound=Callable[..., object])
+
+EXIT_USAGE = 2
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich console for user-facing output (the library itself only logs)."""
+    return Console(stderr=stderr, highlight=False)
+
+
+def handle_errors(function: F) -> F:
+    """Turn a ClbenchError into a one-line message on stderr and exit code 2 (no traceback)."""
+
+    @functools.wraps(function)
+    def wrapper(*args: object, **kwargs: object) -> object:
+        try:
+            return function(*args, **kwargs)
+        except ClbenchError as error:
+            console(stderr=True).print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)
+            raise typer.Exit(EXIT_USAGE) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Parse `0-9`, `0,3,7`, `4` or a mix (`0-2,5`) into a sorted list of distinct seeds."""
+    seeds: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                low, high = (int(value) for value in part.split("-", 1))
+                if low > high or low < 0:
+                    raise ValueError
+                seeds.update(range(low, high + 1))
+            else:
+                value = int(part)
+                if value < 0:
+                    raise ValueError
+                seeds.add(value)
+        except ValueError:
+            raise ClbenchError(
+                f"malformed --seeds value {text!r}: use a range like 0-9, a list like 0,3,7 or one seed like 4"
+            ) from None
+    if not seeds:
+        raise ClbenchError(f"--seeds {text!r} names no seed: use e.g. 0-9, 0,3,7 or 4")
+    return sorted(seeds)
+
+
+def parse_methods(text: str) -> list[str]:
+    """Split `hat,sgd` into method names (validated later against the registry)."""
+    methods = [name.strip() for name in text.split(",") if name.strip()]
+    if not methods:
+        raise ClbenchError("--method names no approach: use e.g. -m hat or -m sgd,sgd-f,joint,random")
+    return methods
+
+
+def default_data_dir() -> Path:
+    """The data cache: $CLBENCH_DATA, else $XDG_CACHE_HOME/clbench, else ~/.cache/clbench."""
+    explicit = os.environ.get("CLBENCH_DATA")
+    if explicit:
+        return Path(explicit)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "clbench"
+
+
+DataDirOption = typer.Option(
+    None, "--data-dir", envvar="CLBENCH_DATA", help="Data cache folder (default: ~/.cache/clbench)."
+)
+MirrorOption = typer.Option(
+    None,
+    "--mirror",
+    envvar="CLBENCH_MIRROR",
+    help="Folder or URL holding <mirror>/<dataset>/<upstream file name>, used instead of the upstream hosts.",
+)
+ResultsOption = typer.Option(
+    Path("results"), "--results", envvar="CLBENCH_RESULTS", help="Results folder."
+)

@@ -1,0 +1,129 @@
+"""`clbench fetch`: download, verify and convert data sets into the cache, or list them.
+
+Torch and numpy are imported inside the command only, so that `clbench --help` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from clbench.cli.common import DataDirOption, MirrorOption, console, default_data_dir, handle_errors
+from clbench.errors import ClbenchError, SpecError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+
+@handle_errors
+def fetch(
+    names: list[str] | None = typer.Argument(
+        None, metavar="NAME...", help="Data sets (mnist, fashion-mnist, ...) or benchmarks (mixture8, ...)."
+    ),
+    data_dir: Path | None = DataDirOption,
+    mirror: str | None = MirrorOption,
+    force: bool = typer.Option(False, "--force", help="Prepare again even if the cache is valid."),
+    list_: bool = typer.Option(False, "--list", help="List every data set: classes, sizes, cached or not, where."),
+) -> None:
+    """Download, verify and convert data sets (once) into the data cache."""
+    from clbench.data import sources
+
+    data_dir = data_dir or default_data_dir()
+    if list_:
+        _print_table(data_dir)
+        return
+    if not names:
+        raise ClbenchError(f"name at least one data set or benchmark; data sets: {', '.join(sources.DATASET_NAMES)}")
+    failed = [name for name in expand_names(names) if not _fetch_one(name, data_dir, mirror, force)]
+    if failed:
+        raise ClbenchError(f"could not fetch {', '.join(failed)} (see above)")
+
+
+def _fetch_one(name: str, data_dir: Path, mirror: str | None, force: bool) -> bool:
+    """Fetch one data set; print its failure and return False so that the others are still fetched."""
+    from rich.markup import escape
+
+    from clbench.data import sources
+
+    try:
+        with _progress_bar() as progress:
+            folder = sources.fetch_dataset(name, data_dir, mirror, progress=_callback(progress), force=force)
+    except ClbenchError as error:
+        console(stderr=True).print(f"[bold red]failed:[/] {escape(str(error))}", soft_wrap=True)
+        return False
+    console().print(f"[green]ready[/] {name}: {escape(str(folder))}")
+    return True
+
+
+def expand_names(names: list[str]) -> list[str]:
+    """Data set names, with benchmark names replaced by their data sets; order kept, duplicates dropped."""
+    from clbench.data.sources import DATASET_NAMES
+
+    expanded: list[str] = []
+    for name in names:
+        for dataset in (name,) if name in DATASET_NAMES else _benchmark_datasets(name, DATASET_NAMES):
+            if dataset not in expanded:
+                expanded.append(dataset)
+    return expanded
+
+
+def _benchmark_datasets(name: str, dataset_names: tuple[str, ...]) -> tuple[str, ...]:
+    from clbench.spec import load_benchmark
+
+    try:
+        return tuple(load_benchmark(name).data.datasets)
+    except SpecError as error:
+        raise ClbenchError(
+            f"{name!r} is neither a data set ({', '.join(dataset_names)}) nor a usable benchmark: {error}"
+        ) from None
+
+
+def _progress_bar() -> Progress:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                    TimeRemainingColumn(), console=console(stderr=True), transient=False)
+
+
+def _callback(progress: Progress) -> Any:
+    """A download progress callback that keeps one rich task (bar) per file."""
+    tasks: dict[str, Any] = {}
+
+    def report(file_name: str, done_bytes: int, total_bytes: int | None) -> None:
+        if file_name not in tasks:
+            tasks[file_name] = progress.add_task(file_name, total=total_bytes)
+        progress.update(tasks[file_name], completed=done_bytes, total=total_bytes)
+
+    return report
+
+
+def _print_table(data_dir: Path) -> None:
+    from rich.table import Table
+
+    from clbench.data.sources import DATASET_NAMES, dataset_status
+
+    table = Table(title=f"data sets in {data_dir}")
+    for column in ("name", "classes", "train", "test", "cached", "size"):
+        table.add_column(column, justify="right" if column in ("classes", "train", "test", "size") else "left")
+    table.add_column("where", overflow="fold")
+    for name in DATASET_NAMES:
+        status = dataset_status(name, data_dir)
+        if status["cached"]:
+            sizes = (f"{status['n_train']:,}", f"{status['n_test']:,}")
+            table.add_row(name, str(status["n_classes"]), *sizes, "[green]yes[/]", _human_bytes(status["bytes"]),
+                          status["path"])
+        else:  # the paper's sizes, dimmed
+            sizes = (f"[dim]{status['paper_n_train']:,}[/]", f"[dim]{status['paper_n_test']:,}[/]")
+            table.add_row(name, str(status["n_classes"]), *sizes, "no", "", "")
+    console().print(table)
+
+
+def _human_bytes(count: int) -> str:
+    size = float(count)
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} GB"

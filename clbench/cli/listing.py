@@ -1,0 +1,67 @@
+"""`clbench list`: benchmarks, approaches and their parameter counts."""
+
+from __future__ import annotations
+
+import typer
+
+from clbench.cli.common import console, handle_errors
+
+
+@handle_errors
+def list_command(
+    benchmark: list[str] = typer.Option([], "--benchmark", "-b", help="Only these benchmarks (repeatable)."),
+    parameters: bool = typer.Option(True, "--parameters/--no-parameters", help="Count parameters per approach."),
+) -> None:
+    """List benchmarks and approaches, with each approach's parameter count per benchmark."""
+    from rich.table import Table
+
+    from clbench.approaches import REGISTRY, approach_names
+    from clbench.spec import benchmark_names, load_benchmark
+
+    out = console()
+    names = benchmark or benchmark_names()
+    specs = [load_benchmark(name) for name in names]
+    table = Table("benchmark", "tasks", "network", "description", title="Benchmarks")
+    for spec in specs:
+        table.add_row(spec.name, str(len(_head_sizes(spec))), spec.network.kind, spec.description)
+    out.print(table)
+    approaches = Table("approach", "summary", title="Approaches")
+    for name in approach_names():
+        approaches.add_row(name, REGISTRY[name].summary)
+    out.print(approaches)
+    if parameters:
+        out.print(_parameter_table(specs))
+
+
+def _head_sizes(spec: object) -> tuple[int, ...]:
+    from clbench.data.sources import get_source
+    from clbench.data.tasks import head_sizes_for
+
+    return head_sizes_for(spec.data, lambda name: get_source(name).n_classes)  # type: ignore[attr-defined]
+
+
+def parameter_counts(spec: object) -> dict[str, int]:
+    """Parameters of each registered approach's network on a benchmark (all heads/columns included)."""
+    import torch
+
+    from clbench.approaches import ApproachContext, approach_names, resolve
+    from clbench.data.tasks import input_shape_for
+    from clbench.nets import parameter_count
+
+    counts = {}
+    for name in approach_names():
+        resolved = resolve(spec, name)  # type: ignore[arg-type]
+        context = ApproachContext(spec.network, resolved.training, input_shape_for(spec.data),  # type: ignore[attr-defined]
+                                  _head_sizes(spec), torch.device("cpu"), 0)
+        counts[name] = parameter_count(resolved.cls(context, resolved.hyperparameters).network)
+    return counts
+
+
+def _parameter_table(specs: list) -> object:
+    from rich.table import Table
+
+    table = Table("approach", *[spec.name for spec in specs], title="Parameters")
+    counts = {spec.name: parameter_counts(spec) for spec in specs}
+    for name in next(iter(counts.values()), {}):
+        table.add_row(name, *[f"{counts[spec.name][name]:,}" for spec in specs])
+    return table

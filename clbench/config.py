@@ -1,0 +1,148 @@
+"""Typed, validated configuration: mappings from YAML into frozen dataclasses.
+
+One documented pass: every key must be a field, every value must have the field's type and lie within the
+range declared in the field's metadata (`minimum`, `maximum`, `choices`). Errors name the key and the file.
+Torch-free, so that the CLI can validate before importing anything heavy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import yaml
+
+from clbench.errors import SpecError
+
+T = TypeVar("T")
+
+
+def field(default: Any = dataclasses.MISSING, *, doc: str, minimum: float | None = None,
+          maximum: float | None = None, choices: tuple[Any, ...] | None = None) -> Any:
+    """A dataclass field with a one-line description and optional range constraints."""
+    metadata = {"doc": doc, "minimum": minimum, "maximum": maximum, "choices": choices}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("mutable defaults are not allowed: use a tuple")
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def build(cls: type[T], mapping: Mapping[str, Any] | None, *, where: str, source: str) -> T:
+    """Build dataclass `cls` from `mapping`, validating keys, types and ranges.
+
+    Args:
+        cls: a dataclass whose fields were declared with `field`.
+        mapping: the raw values (missing keys take the defaults).
+        where: the dotted key path of this mapping, for error messages (e.g. ``training``).
+        source: the file (or ``--set``) the values come from, for error messages.
+    """
+    mapping = dict(mapping or {})
+    if not isinstance(mapping, dict):
+        raise SpecError(f"{source}: `{where}` must be a mapping, got {type(mapping).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(mapping) - set(fields))
+    if unknown:
+        valid = ", ".join(sorted(fields))
+        raise SpecError(f"{source}: unknown key `{_join(where, unknown[0])}` (valid keys: {valid})")
+    values: dict[str, Any] = {}
+    for name, spec_field in fields.items():
+        key = _join(where, name)
+        if name in mapping:
+            values[name] = _check(mapping[name], hints[name], spec_field.metadata, key=key, source=source)
+        elif spec_field.default is dataclasses.MISSING:
+            raise SpecError(f"{source}: missing required key `{key}`")
+    return cls(**values)
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _check(value: Any, hint: Any, metadata: Mapping[str, Any], *, key: str, source: str) -> Any:
+    value = _coerce(value, hint, key=key, source=source)
+    choices = metadata.get("choices")
+    if choices is not None and value not in choices:
+        raise SpecError(f"{source}: `{key}` is {value!r}; expected one of {', '.join(map(str, choices))}")
+    low, high = metadata.get("minimum"), metadata.get("maximum")
+    numbers = value if isinstance(value, tuple) else (value,)
+    for number in numbers:
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            if low is not None and number < low:
+                raise SpecError(f"{source}: `{key}` is {number!r}; it must be >= {low}")
+            if high is not None and number > high:
+                raise SpecError(f"{source}: `{key}` is {number!r}; it must be <= {high}")
+    return value
+
+
+def _coerce(value: Any, hint: Any, *, key: str, source: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [arg for arg in args if arg is not type(None)]
+        return _coerce(value, inner[0], key=key, source=source)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise _type_error(key, source, value, "a list")
+        item_hint = args[0]
+        return tuple(_coerce(item, item_hint, key=f"{key}[{i}]", source=source) for i, item in enumerate(value))
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise _type_error(key, source, value, "true or false")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _type_error(key, source, value, "an integer")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _type_error(key, source, value, "a number")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise _type_error(key, source, value, "a string")
+        return value
+    if dataclasses.is_dataclass(hint):
+        return build(hint, value, where=key, source=source)
+    raise TypeError(f"unsupported field type {hint!r} for {key}")
+
+
+def _type_error(key: str, source: str, value: Any, expected: str) -> SpecError:
+    return SpecError(f"{source}: `{key}` is {value!r} ({type(value).__name__}); expected {expected}")
+
+
+def to_dict(instance: Any) -> dict[str, Any]:
+    """A dataclass as plain JSON-able data (tuples become lists)."""
+    return json.loads(json.dumps(dataclasses.asdict(instance)))
+
+
+def stable_hash(data: Any, length: int = 12) -> str:
+    """A short, stable sha256 of JSON-able data (keys sorted)."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Parse `--set a.b=value` into (["a", "b"], value); the value is read as YAML (`3`, `0.1`, `[1,2]`)."""
+    if "=" not in text:
+        raise SpecError(f"--set {text!r}: expected KEY=VALUE, e.g. --set training.max_epochs=3")
+    key, raw = text.split("=", 1)
+    path = [part for part in key.strip().split(".") if part]
+    if not path:
+        raise SpecError(f"--set {text!r}: the key is empty")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    return path, value
+
+
+def describe_fields(cls: type) -> list[tuple[str, Any, str]]:
+    """(name, default, doc) for each field of a config dataclass, for `clbench list` and the docs."""
+    return [(f.name, f.default, f.metadata.get("doc", "")) for f in dataclasses.fields(cls)]

@@ -1,0 +1,277 @@
+"""Task construction: a benchmark's data spec + a seed -> a sequence of tasks as tensors on one device.
+
+Images stay uint8 on the device; `InputTransform` normalises them on the fly per batch (and applies the
+pixel permutation of permuted MNIST), so no per-sample Python runs on the hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from clbench.seeding import numpy_generator
+from clbench.spec import DataSpec
+
+if TYPE_CHECKING:
+    from clbench.data.sources import PreparedDataset
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch: normalised inputs, targets, and the task they belong to."""
+
+    inputs: torch.Tensor  # (B, C, H, W) float, or (B, D) for flattened inputs
+    targets: torch.Tensor  # (B,) int64, class index within the task
+    task: int  # the task of every sample, or -1 when `task_ids` is set
+    task_ids: torch.Tensor | None = None  # (B,) int64, per-sample task (joint training only)
+
+
+@dataclass(frozen=True)
+class InputTransform:
+    """Per-task normalisation tables; row t belongs to task t of the sequence."""
+
+    mean: torch.Tensor  # (T, C)
+    std: torch.Tensor  # (T, C)
+    permutations: torch.Tensor | None  # (T, D) pixel permutations, or None
+    flatten: bool  # MLP inputs: (B, C*H*W)
+
+    def __call__(self, images: torch.Tensor, task: int | torch.Tensor) -> torch.Tensor:
+        """uint8 (B, C, H, W) -> normalised float (B, C, H, W) or (B, D)."""
+        x = images.float().div_(255.0)
+        mean, std = self.mean[task], self.std[task]  # (C,) or (B, C)
+        x = (x - mean[..., None, None]) / std[..., None, None]
+        if not self.flatten:
+            return x
+        x = x.flatten(1)  # (B, D)
+        if self.permutations is None:
+            return x
+        permutation = self.permutations[task]  # (D,) or (B, D)
+        return x[:, permutation] if permutation.dim() == 1 else x.gather(1, permutation)
+
+    def to(self, device: torch.device) -> InputTransform:
+        permutations = None if self.permutations is None else self.permutations.to(device)
+        return InputTransform(self.mean.to(device), self.std.to(device), permutations, self.flatten)
+
+
+@dataclass(frozen=True)
+class LabelledData:
+    """Images and labels of one split, from one task or (joint training) several, on one device."""
+
+    images: torch.Tensor  # (N, C, H, W) uint8
+    labels: torch.Tensor  # (N,) int64
+    task_ids: torch.Tensor  # (N,) int64
+    transform: InputTransform
+    task: int  # the single task of all samples, or -1 if mixed
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def batch(self, indices: torch.Tensor | slice) -> Batch:
+        images, labels = self.images[indices], self.labels[indices]
+        if self.task >= 0:
+            return Batch(self.transform(images, self.task), labels, self.task)
+        task_ids = self.task_ids[indices]
+        return Batch(self.transform(images, task_ids), labels, -1, task_ids)
+
+    def batches(self, batch_size: int) -> list[slice]:
+        """Contiguous slices covering the data in order (evaluation)."""
+        return [slice(start, start + batch_size) for start in range(0, len(self), batch_size)]
+
+    @staticmethod
+    def concatenate(parts: Sequence[LabelledData]) -> LabelledData:
+        """Several tasks' data as one mixed set (joint training)."""
+        return LabelledData(
+            torch.cat([p.images for p in parts]), torch.cat([p.labels for p in parts]),
+            torch.cat([p.task_ids for p in parts]), parts[0].transform, -1,
+        )
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task of the sequence: its position, name, classes and its three splits."""
+
+    index: int  # 0-based position in the sequence
+    name: str
+    n_classes: int
+    train: LabelledData
+    valid: LabelledData
+    test: LabelledData
+
+
+@dataclass(frozen=True)
+class TaskSequence:
+    """All tasks of one run, in the seeded order."""
+
+    tasks: tuple[Task, ...]
+    input_shape: tuple[int, ...]  # network input shape, e.g. (784,) or (3, 32, 32)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def __getitem__(self, index: int) -> Task:
+        return self.tasks[index]
+
+    @property
+    def head_sizes(self) -> tuple[int, ...]:
+        return tuple(task.n_classes for task in self.tasks)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(task.name for task in self.tasks)
+
+
+@dataclass(frozen=True)
+class RawTask:
+    """A task before splitting: numpy arrays and normalisation statistics."""
+
+    name: str
+    n_classes: int
+    train_images: np.ndarray  # (N, C, H, W) uint8
+    train_labels: np.ndarray  # (N,) int64
+    test_images: np.ndarray
+    test_labels: np.ndarray
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    permutation: np.ndarray | None = None  # (D,) for permuted tasks
+
+
+DatasetLoader = Callable[[str, str], "PreparedDataset"]  # (name, form) -> the prepared data set
+
+
+def raw_tasks(spec: DataSpec, seed: int, load: DatasetLoader) -> list[RawTask]:
+    """The tasks named by the spec, in their canonical (unshuffled) order."""
+    if spec.kind == "mixture":
+        return [_whole_dataset(load(name, spec.form)) for name in spec.datasets]
+    if spec.kind == "split":
+        tasks: list[RawTask] = []
+        for name, block in zip(spec.datasets, spec.classes_per_task or ()):
+            tasks.extend(_class_blocks(load(name, spec.form), block))
+        return tasks
+    return _permutations(load(spec.datasets[0], spec.form), spec.n_tasks or 1, seed)
+
+
+def _whole_dataset(d: PreparedDataset) -> RawTask:
+    return RawTask(d.name, d.n_classes, d.train.images, d.train.labels, d.test.images, d.test.labels,
+                   tuple(d.mean), tuple(d.std))
+
+
+def _class_blocks(d: PreparedDataset, block: int) -> list[RawTask]:
+    tasks = []
+    for first in range(0, d.n_classes, block):
+        classes = np.arange(first, min(first + block, d.n_classes))
+        train = np.isin(d.train.labels, classes)
+        test = np.isin(d.test.labels, classes)
+        name = f"{d.name}:{classes[0]}-{classes[-1]}"
+        tasks.append(RawTask(name, len(classes), d.train.images[train], d.train.labels[train] - first,
+                             d.test.images[test], d.test.labels[test] - first, tuple(d.mean), tuple(d.std)))
+    return tasks
+
+
+def _permutations(d: PreparedDataset, n_tasks: int, seed: int) -> list[RawTask]:
+    rng = numpy_generator(seed, "permutations")
+    size = int(np.prod(d.train.images.shape[1:]))
+    return [
+        RawTask(f"{d.name}:perm{k}", d.n_classes, d.train.images, d.train.labels,
+                d.test.images, d.test.labels, tuple(d.mean), tuple(d.std), rng.permutation(size))
+        for k in range(n_tasks)
+    ]
+
+
+def validation_split(n: int, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded shuffle split: (train indices, validation indices), validation = round(fraction * n)."""
+    order = rng.permutation(n)
+    n_valid = int(round(fraction * n))
+    return np.sort(order[n_valid:]), np.sort(order[:n_valid])
+
+
+def stratified_subsample(labels: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of a seeded subsample of `size` samples with (up to rounding) the class proportions of `labels`."""
+    if size >= len(labels):
+        return np.arange(len(labels))
+    classes, counts = np.unique(labels, return_counts=True)
+    quotas = np.floor(counts / counts.sum() * size).astype(int)
+    remainder = size - quotas.sum()
+    quotas[np.argsort(-(counts / counts.sum() * size - quotas), kind="stable")[:remainder]] += 1
+    chosen = [rng.permutation(np.flatnonzero(labels == c))[:q] for c, q in zip(classes, quotas)]
+    return np.sort(np.concatenate(chosen))
+
+
+def task_order(n_tasks: int, shuffle: bool, seed: int) -> list[int]:
+    """The seeded order of the tasks (identity when not shuffled)."""
+    return list(numpy_generator(seed, "task-order").permutation(n_tasks)) if shuffle else list(range(n_tasks))
+
+
+def build_tasks(spec: DataSpec, seed: int, load: DatasetLoader, device: torch.device | str = "cpu") -> TaskSequence:
+    """Build the seeded task sequence: order, validation split, subsamples, tensors on `device`."""
+    raws = raw_tasks(spec, seed, load)
+    order = task_order(len(raws), spec.shuffle_tasks, seed)
+    raws = [raws[i] for i in order]
+    flatten = spec.form == "mnist28"
+    transform = _transform(raws, flatten).to(torch.device(device))
+    split_rng = numpy_generator(seed, "validation-split")
+    sample_rng = numpy_generator(seed, "subsample")
+    tasks = tuple(_task(t, raw, spec, transform, split_rng, sample_rng, device) for t, raw in enumerate(raws))
+    shape = raws[0].train_images.shape[1:]
+    input_shape = (int(np.prod(shape)),) if flatten else tuple(int(s) for s in shape)
+    return TaskSequence(tasks, input_shape)
+
+
+def _transform(raws: Sequence[RawTask], flatten: bool) -> InputTransform:
+    mean = torch.tensor([raw.mean for raw in raws], dtype=torch.float32)
+    std = torch.tensor([raw.std for raw in raws], dtype=torch.float32)
+    permutations = None
+    if raws[0].permutation is not None:
+        permutations = torch.from_numpy(np.stack([raw.permutation for raw in raws])).long()
+    return InputTransform(mean, std, permutations, flatten)
+
+
+def _task(index: int, raw: RawTask, spec: DataSpec, transform: InputTransform, split_rng: np.random.Generator,
+          sample_rng: np.random.Generator, device: torch.device | str) -> Task:
+    train_idx, valid_idx = validation_split(len(raw.train_labels), spec.validation_fraction, split_rng)
+    if spec.max_train_samples is not None:
+        train_idx = train_idx[stratified_subsample(raw.train_labels[train_idx], spec.max_train_samples, sample_rng)]
+        n_valid = max(1, int(round(len(train_idx) * spec.validation_fraction / (1 - spec.validation_fraction))))
+        valid_idx = valid_idx[stratified_subsample(raw.train_labels[valid_idx], n_valid, sample_rng)]
+    test_idx = np.arange(len(raw.test_labels))
+    if spec.max_test_samples is not None:
+        test_idx = stratified_subsample(raw.test_labels, spec.max_test_samples, sample_rng)
+
+    def tensors(images: np.ndarray, labels: np.ndarray, idx: np.ndarray) -> LabelledData:
+        x = torch.from_numpy(np.ascontiguousarray(images[idx])).to(device)
+        y = torch.from_numpy(labels[idx].astype(np.int64)).to(device)
+        ids = torch.full_like(y, index)
+        return LabelledData(x, y, ids, transform, index)
+
+    return Task(index, raw.name, raw.n_classes, tensors(raw.train_images, raw.train_labels, train_idx),
+                tensors(raw.train_images, raw.train_labels, valid_idx),
+                tensors(raw.test_images, raw.test_labels, test_idx))
+
+
+def prepared_loader(data_dir: Path) -> DatasetLoader:
+    """A loader reading the prepared cache of `clbench fetch` (fails with a clear message if missing)."""
+    from clbench.data.sources import load_dataset
+
+    return lambda name, form: load_dataset(name, data_dir, form)
+
+
+def head_sizes_for(spec: DataSpec, n_classes: Callable[[str], int]) -> tuple[int, ...]:
+    """Classes per task in canonical order, from the spec and each data set's class count (no data needed)."""
+    if spec.kind == "mixture":
+        return tuple(n_classes(name) for name in spec.datasets)
+    if spec.kind == "permuted":
+        return (n_classes(spec.datasets[0]),) * (spec.n_tasks or 1)
+    sizes: list[int] = []
+    for name, block in zip(spec.datasets, spec.classes_per_task or ()):
+        total = n_classes(name)
+        sizes.extend(min(block, total - first) for first in range(0, total, block))
+    return tuple(sizes)
+
+
+def input_shape_for(spec: DataSpec) -> tuple[int, ...]:
+    """The network input shape of a data form: (784,) for mnist28, (3, 32, 32) for image32."""
+    return (784,) if spec.form == "mnist28" else (3, 32, 32)

@@ -1,0 +1,317 @@
+"""The sequential protocol: for each task t, train (early stopping), evaluate tasks <= t, checkpoint.
+
+`plan_runs` resolves what a command asks for into `RunPlan`s (one per benchmark x method x seed), each with
+its resolved config, config hash and results folder; `execute` runs one plan. Progress goes to an observer
+(the CLI draws it with rich); the library itself prints nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from clbench.approaches import Approach, ApproachContext, ResolvedApproach, resolve
+from clbench.approaches.base import EpochLog, TaskLog
+from clbench.config import stable_hash, to_dict
+from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
+from clbench.errors import ClbenchError, DataNotFoundError
+from clbench.results import (
+    ACCURACY_FILE,
+    RUN_FILE,
+    SCHEMA_VERSION,
+    accuracy_frame,
+    atomic_write_bytes,
+    machine_provenance,
+    read_run_file,
+    run_directory,
+    utc_now,
+    write_json,
+    write_parquet,
+)
+from clbench.seeding import seed_global_torch
+from clbench.spec import BenchmarkSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run: a benchmark spec, an approach with its resolved hyper-parameters, and a seed."""
+
+    spec: BenchmarkSpec
+    approach: ResolvedApproach
+    seed: int
+    overrides: tuple[str, ...]
+    config: dict[str, Any]
+    config_hash: str
+    data_hash: str
+    run_dir: Path
+
+    @property
+    def method(self) -> str:
+        return self.approach.name
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.spec.name}/{self.method}/{self.config_hash}/seed-{self.seed}"
+
+
+@dataclass
+class RunOutcome:
+    """What happened to one plan: done, skipped (already finished) or failed, with its rows."""
+
+    plan: RunPlan
+    status: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+class RunObserver(Protocol):
+    """Receives progress events (the CLI shows them; tests may record them)."""
+
+    def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None: ...
+    def task_started(self, plan: RunPlan, stage: int) -> None: ...
+    def epoch_finished(self, plan: RunPlan, epoch: EpochLog) -> None: ...
+    def task_finished(self, plan: RunPlan, stage: int, accuracies: Sequence[float]) -> None: ...
+
+
+class SilentObserver:
+    """An observer that ignores every event."""
+
+    def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None:
+        pass
+
+    def task_started(self, plan: RunPlan, stage: int) -> None:
+        pass
+
+    def epoch_finished(self, plan: RunPlan, epoch: EpochLog) -> None:
+        pass
+
+    def task_finished(self, plan: RunPlan, stage: int, accuracies: Sequence[float]) -> None:
+        pass
+
+
+def run_config(spec: BenchmarkSpec, approach: ResolvedApproach) -> dict[str, Any]:
+    """The resolved config that identifies a run (everything but the seed and the device)."""
+    return {"benchmark": spec.name, "variant": spec.variant, "data": to_dict(spec.data),
+            "network": to_dict(spec.network), "method": approach.name, **approach.config()}
+
+
+def data_identity(spec: BenchmarkSpec) -> str:
+    """Hash of what the references must share with a run: the benchmark and its data (tasks, splits)."""
+    return stable_hash({"benchmark": spec.name, "data": to_dict(spec.data)})
+
+
+def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int], results_dir: Path,
+              overrides: Sequence[str] = ()) -> list[RunPlan]:
+    """Resolve every (method, seed) of a command; unknown methods and bad sections fail before any work."""
+    plans = []
+    for method in methods:
+        approach = resolve(spec, method)
+        config = run_config(spec, approach)
+        config_hash = stable_hash(config)
+        for seed in seeds:
+            run_dir = run_directory(results_dir, spec.name, method, config_hash, seed)
+            plans.append(RunPlan(spec, approach, seed, tuple(overrides), config, config_hash,
+                                 data_identity(spec), run_dir))
+    return plans
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` -> CUDA when present, else CPU; `cpu`, `cuda`, `cuda:N` as given (checked)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ClbenchError(f"--device {name!r} is not a device: use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ClbenchError(f"--device {name}: CUDA is not available on this machine; use --device cpu or auto")
+    return device
+
+
+def fetching_loader(data_dir: Path, mirror: str | None) -> DatasetLoader:
+    """Load prepared data sets, fetching (with the same mirror setting) those that are missing."""
+    from clbench.data.sources import fetch_dataset, load_dataset
+
+    def load(name: str, form: str):  # type: ignore[no-untyped-def]
+        try:
+            return load_dataset(name, data_dir, form)
+        except DataNotFoundError:
+            fetch_dataset(name, data_dir, mirror)
+            return load_dataset(name, data_dir, form)
+
+    return load
+
+
+def build_approach(plan: RunPlan, tasks: TaskSequence, device: torch.device) -> Approach:
+    """Seed the run (the one explicit global seeding) and build its approach and network."""
+    seed_global_torch(plan.seed)
+    context = ApproachContext(plan.spec.network, plan.approach.training, tasks.input_shape, tasks.head_sizes,
+                              device, plan.seed)
+    return plan.approach.cls(context, plan.approach.hyperparameters)
+
+
+def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force: bool = False,
+            observer: RunObserver | None = None) -> RunOutcome:
+    """Run one plan end to end, or skip it if it already finished (unless `force`)."""
+    observer = observer or SilentObserver()
+    if (plan.run_dir / ACCURACY_FILE).is_file() and not force:
+        return RunOutcome(plan, "skipped")
+    start = time.perf_counter()
+    provenance = machine_provenance(str(device), str(torch.__version__), torch.version.cuda)
+    header = _run_header(plan, provenance)
+    write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
+    try:
+        rows = _run_sequence(plan, device, loader, observer, header)
+    except BaseException as error:
+        status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+        write_json(plan.run_dir / RUN_FILE, {**header, "status": status, "finished_utc": utc_now(),
+                                             "error": f"{type(error).__name__}: {error}",
+                                             "traceback": traceback.format_exc()})
+        raise
+    finished = utc_now()
+    for row in rows:
+        row["finished_utc"] = finished
+    write_parquet(plan.run_dir / ACCURACY_FILE, accuracy_frame(rows), {"run_id": plan.run_id})
+    write_json(plan.run_dir / RUN_FILE, {**header, "status": "complete", "finished_utc": finished,
+                                         "seconds": time.perf_counter() - start})
+    return RunOutcome(plan, "done", rows, seconds=time.perf_counter() - start)
+
+
+def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
+    previous = read_run_file(plan.run_dir) or {}
+    return {"schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
+            "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed,
+            "config_hash": plan.config_hash, "data_hash": plan.data_hash, "config": plan.config,
+            "overrides": list(plan.overrides), "spec_file": plan.spec.source, "started_utc": utc_now(),
+            "previous_status": previous.get("status"), **provenance}
+
+
+def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, observer: RunObserver,
+                  header: dict[str, Any]) -> list[dict[str, Any]]:
+    tasks = build_tasks(plan.spec.data, plan.seed, loader, device)
+    approach = build_approach(plan, tasks, device)
+    observer.run_started(plan, tasks.names)
+    rows: list[dict[str, Any]] = []
+    for stage in range(len(tasks)):
+        observer.task_started(plan, stage)
+        task_log = approach.learn_task(stage, tasks, lambda epoch: observer.epoch_finished(plan, epoch))
+        stage_rows = _evaluate_stage(plan, approach, tasks, stage, task_log, header)
+        rows.extend(stage_rows)
+        _store_monitoring(plan, approach, tasks, stage, header)
+        save_checkpoint(plan.run_dir, stage, approach, rows)
+        observer.task_finished(plan, stage, [row["accuracy"] for row in stage_rows])
+    return rows
+
+
+def evaluate_stage(approach: Approach, tasks: TaskSequence, stage: int) -> list[tuple[float, float, int, float]]:
+    """(accuracy, loss, n_test, seconds) on the test set of every task u <= stage."""
+    results = []
+    for task in range(stage + 1):
+        start = time.perf_counter()
+        evaluation = approach.evaluate(tasks[task].test, task)
+        results.append((evaluation.accuracy, evaluation.loss, evaluation.n, time.perf_counter() - start))
+    return results
+
+
+def _evaluate_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int, task_log: TaskLog,
+                    header: dict[str, Any]) -> list[dict[str, Any]]:
+    evaluations = evaluate_stage(approach, tasks, stage)
+    eval_seconds = sum(result[3] for result in evaluations)
+    return [accuracy_row(plan, header, stage, task, tasks[task].name, accuracy, loss, n, task_log, eval_seconds)
+            for task, (accuracy, loss, n, _) in enumerate(evaluations)]
+
+
+def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, task_name: str, accuracy: float,
+                 loss: float, n_test: int, task_log: TaskLog | None, eval_seconds: float) -> dict[str, Any]:
+    """One long-format result row (stage and task 1-based)."""
+    import json
+
+    return {
+        "schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
+        "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed, "config_hash": plan.config_hash,
+        "data_hash": plan.data_hash, "hyperparameters": json.dumps(plan.config["hyperparameters"], sort_keys=True),
+        "overrides": json.dumps(list(plan.overrides)), "stage": stage + 1, "task": task + 1,
+        "task_name": task_name, "accuracy": float(accuracy), "loss": float(loss), "n_test": int(n_test),
+        "stage_epochs": task_log.epochs if task_log else None,
+        "stage_best_epoch": task_log.best_epoch if task_log else None,
+        "stage_batches": task_log.batches if task_log else None,
+        "stage_train_seconds": task_log.seconds if task_log else None, "stage_eval_seconds": eval_seconds,
+        **{key: header[key] for key in ("clbench_version", "git_commit", "torch_version", "cuda_version",
+                                         "device", "hostname", "started_utc")},
+        "finished_utc": None,
+    }
+
+
+def _store_monitoring(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int,
+                      header: dict[str, Any]) -> None:
+    """Append the approach's monitoring tables for this stage to `<table>.parquet` in the run folder."""
+    import pandas as pd
+
+    for name, table_rows in approach.monitoring(stage, tasks).items():
+        frame = pd.DataFrame(table_rows)
+        frame.insert(0, "stage", stage + 1)
+        for column in ("seed", "method", "benchmark", "run_id"):
+            frame.insert(0, column, header[column])
+        path = plan.run_dir / f"{name}.parquet"
+        if path.is_file() and stage > 0:
+            previous = pd.read_parquet(path)
+            frame = pd.concat([previous[previous["stage"] < stage + 1], frame], ignore_index=True)
+        write_parquet(path, frame, {"run_id": plan.run_id, "table": name})
+
+
+def checkpoint_path(run_dir: Path, stage: int) -> Path:
+    return Path(run_dir) / "checkpoints" / f"stage-{stage + 1:02d}.pt"
+
+
+def save_checkpoint(run_dir: Path, stage: int, approach: Approach, rows: list[dict[str, Any]]) -> None:
+    """The approach state and the rows so far after task `stage`, written atomically."""
+    buffer = io.BytesIO()
+    torch.save({"stage": stage, "approach": approach.state(), "rows": rows,
+                "torch_rng": torch.get_rng_state()}, buffer)
+    atomic_write_bytes(checkpoint_path(run_dir, stage), buffer.getvalue())
+
+
+def load_checkpoint(run_dir: Path, stage: int) -> dict[str, Any]:
+    path = checkpoint_path(run_dir, stage)
+    if not path.is_file():
+        raise ClbenchError(f"no checkpoint {path}: train the run first (`clbench train`)")
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader) -> list[dict[str, Any]]:
+    """Recompute the test accuracies of every stage from the run's checkpoints (`clbench evaluate`)."""
+    tasks = build_tasks(plan.spec.data, plan.seed, loader, device)
+    approach = build_approach(plan, tasks, device)
+    stored = read_run_file(plan.run_dir)
+    if stored is None:
+        raise ClbenchError(f"no run at {plan.run_dir}: train it first with `clbench train {plan.spec.name} "
+                           f"-m {plan.method} --seeds {plan.seed}` (with the same --set options)")
+    header = {**stored, **machine_provenance(str(device), str(torch.__version__), torch.version.cuda),
+              "started_utc": utc_now()}
+    rows: list[dict[str, Any]] = []
+    for stage in range(len(tasks)):
+        if not checkpoint_path(plan.run_dir, stage).is_file():
+            break
+        approach.load_state(load_checkpoint(plan.run_dir, stage)["approach"])
+        evaluations = evaluate_stage(approach, tasks, stage)
+        seconds = sum(result[3] for result in evaluations)
+        rows.extend(accuracy_row(plan, header, stage, task, tasks[task].name, acc, loss, n, None, seconds)
+                    for task, (acc, loss, n, _) in enumerate(evaluations))
+    if not rows:
+        raise ClbenchError(f"no checkpoint in {plan.run_dir / 'checkpoints'}: train the run first")
+    finished = utc_now()
+    for row in rows:
+        row["finished_utc"] = finished
+    write_parquet(plan.run_dir / "evaluation.parquet", accuracy_frame(rows), {"run_id": plan.run_id})
+    return rows

@@ -1,0 +1,43 @@
+"""The multi-head network interface every approach builds on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+class MultiHeadNet(nn.Module):
+    """A shared body (`features`) and one linear head per task; the task id is known at test time."""
+
+    feature_size: int
+    heads: nn.ModuleList
+
+    @staticmethod
+    def make_heads(feature_size: int, head_sizes: Sequence[int]) -> nn.ModuleList:
+        return nn.ModuleList(nn.Linear(feature_size, n) for n in head_sizes)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:  # (B, ...) -> (B, F)
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor, task: int) -> torch.Tensor:
+        """Logits of task `task`'s head: (B, n_classes[task])."""
+        return self.heads[task](self.features(x))
+
+    def body_parameters(self) -> list[nn.Parameter]:
+        """Every parameter except the heads'."""
+        head_ids = {id(p) for p in self.heads.parameters()}
+        return [p for p in self.parameters() if id(p) not in head_ids]
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform weights and zero biases (the paper: Xavier uniform initialisation)."""
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Conv2d)):
+                nn.init.xavier_uniform_(module.weight)
+                nn.init.zeros_(module.bias)
+
+
+def parameter_count(module: nn.Module) -> int:
+    """Number of parameters (trainable or not)."""
+    return sum(p.numel() for p in module.parameters())

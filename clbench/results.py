@@ -1,0 +1,161 @@
+"""The results store: one folder per run, tidy long-format Parquet, atomic writes, provenance.
+
+Layout: `<results>/<benchmark>/<method>/<config hash>/seed-<seed>/`
+- `accuracy.parquet`: one row per (stage t, task u <= t) of a finished run (the columns are `COLUMNS`);
+- `run.json`: the resolved config, the command's overrides, provenance and status (running/complete/failed);
+- `<table>.parquet`: approach monitoring tables (e.g. HAT's masks), with the run's identity columns;
+- `checkpoints/stage-XX.pt`: the approach state after each task (for `evaluate` and resuming).
+Torch-free: `report` reads results without importing torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import clbench
+from clbench.errors import ResultsError
+
+SCHEMA_VERSION = 1
+ACCURACY_FILE = "accuracy.parquet"
+RUN_FILE = "run.json"
+
+IDENTITY_COLUMNS = ["run_id", "benchmark", "variant", "method", "seed", "config_hash", "data_hash"]
+COLUMNS = [
+    "schema_version", *IDENTITY_COLUMNS, "hyperparameters", "overrides",
+    "stage", "task", "task_name", "accuracy", "loss", "n_test",
+    "stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds", "stage_eval_seconds",
+    "clbench_version", "git_commit", "torch_version", "cuda_version", "device", "hostname",
+    "started_utc", "finished_utc",
+]
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def run_directory(results_dir: Path, benchmark: str, method: str, config_hash: str, seed: int) -> Path:
+    return Path(results_dir) / benchmark / method / config_hash / f"seed-{seed}"
+
+
+def git_commit() -> str | None:
+    """The commit of the clbench source tree (with `+dirty` if modified), or None outside a git checkout."""
+    root = Path(clbench.__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{commit}+dirty" if dirty else commit
+
+
+def machine_provenance(device: str, torch_version: str, cuda_version: str | None) -> dict[str, Any]:
+    """Versions and machine of a run."""
+    return {"clbench_version": clbench.__version__, "git_commit": git_commit(), "torch_version": torch_version,
+            "cuda_version": cuda_version, "device": device, "hostname": platform.node(),
+            "python_version": platform.python_version()}
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file via a temporary file in the same folder and a rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, 0o644)  # mkstemp creates 0600; results are meant to be shared
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode())
+
+
+def write_parquet(path: Path, frame: pd.DataFrame, metadata: dict[str, Any] | None = None) -> None:
+    """Write a DataFrame as Parquet atomically; `metadata` goes into the file's key-value metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    extra = {b"clbench": json.dumps({"schema_version": SCHEMA_VERSION, **(metadata or {})}, default=str).encode()}
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    atomic_write_bytes(path, sink.getvalue().to_pybytes())
+
+
+def accuracy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Rows -> a DataFrame with exactly `COLUMNS`, in order (missing columns are an error)."""
+    frame = pd.DataFrame(list(rows))
+    missing = [column for column in COLUMNS if column not in frame.columns]
+    if missing:
+        raise ValueError(f"accuracy rows lack columns {missing}")
+    return frame[COLUMNS]
+
+
+def read_run_file(run_dir: Path) -> dict[str, Any] | None:
+    path = Path(run_dir) / RUN_FILE
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text())
+
+
+def is_complete(run_dir: Path) -> bool:
+    return (Path(run_dir) / ACCURACY_FILE).is_file()
+
+
+def check_schema(frame: pd.DataFrame, path: Path) -> None:
+    versions = set(frame["schema_version"].unique()) if "schema_version" in frame else {None}
+    unknown = versions - {SCHEMA_VERSION}
+    if unknown:
+        raise ResultsError(
+            f"{path}: results schema version {sorted(map(str, unknown))} is not one this clbench "
+            f"({clbench.__version__}) reads (it reads {SCHEMA_VERSION}); use the clbench version that wrote it, "
+            f"or re-run the experiment"
+        )
+
+
+def load_accuracies(results_dir: Path, benchmark: str | None = None) -> pd.DataFrame:
+    """Every finished run's accuracy rows under `results_dir` (optionally one benchmark), schema-checked."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise ResultsError(f"results folder {root} does not exist; run `clbench train ... --results {root}` first")
+    pattern = f"{benchmark}/**/{ACCURACY_FILE}" if benchmark else f"**/{ACCURACY_FILE}"
+    paths = sorted(root.glob(pattern))
+    frames = []
+    for path in paths:
+        frame = pd.read_parquet(path)
+        check_schema(frame, path)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+def incomplete_runs(results_dir: Path, benchmark: str | None = None) -> list[dict[str, Any]]:
+    """Runs that started but have no accuracy file (still running, failed or killed), from their run.json."""
+    root = Path(results_dir)
+    pattern = f"{benchmark}/**/{RUN_FILE}" if benchmark else f"**/{RUN_FILE}"
+    found = []
+    for path in sorted(root.glob(pattern)):
+        if not (path.parent / ACCURACY_FILE).is_file():
+            info = json.loads(path.read_text())
+            found.append({"run_id": info.get("run_id"), "status": info.get("status"), "error": info.get("error"),
+                          "method": info.get("method"), "seed": info.get("seed"), "path": str(path.parent)})
+    return found

@@ -1,0 +1,220 @@
+"""Benchmark specs: `benchmarks/<name>.yaml` -> validated, typed objects.
+
+A spec has the keys `name`, `description`, `data`, `network`, `training`, `approaches`, and optionally
+`variant` + `variants` (named sets of overrides, e.g. pmnist's small/medium/large network). Overrides from
+`--set KEY=VALUE` are applied last; a first key segment that names an approach means `approaches.<name>`.
+Approach sections are validated against the approach's own hyper-parameter dataclass by
+`clbench.approaches.resolve` (that needs torch; this module does not).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clbench.config import build, field, parse_override
+from clbench.errors import SpecError
+
+TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants")
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """How the sequence of tasks is built from data sets."""
+
+    kind: str = field(doc="mixture: each data set is a task; split: class blocks of each data set; "
+                          "permuted: pixel permutations of one data set", choices=("mixture", "split", "permuted"))
+    datasets: tuple[str, ...] = field(doc="data sets used, by their `clbench fetch` names")
+    form: str = field("image32", doc="image32: 3x32x32 (conv net); mnist28: 28x28 originals, flattened for MLPs",
+                      choices=("image32", "mnist28"))
+    classes_per_task: tuple[int, ...] | None = field(
+        None, doc="split: classes per task for each data set, e.g. [5] for split MNIST, [2, 20] for CIFAR", minimum=1)
+    n_tasks: int | None = field(None, doc="permuted: the number of permutations (tasks)", minimum=1)
+    shuffle_tasks: bool = field(True, doc="task order shuffled by the seed (paper: yes; split MNIST: fixed)")
+    validation_fraction: float = field(0.15, doc="held-out share of each task's training set (paper: 15%)",
+                                       minimum=0.01, maximum=0.9)
+    max_train_samples: int | None = field(
+        None, doc="seeded, stratified subsample of each task's training set (quick runs); null = all", minimum=10)
+    max_test_samples: int | None = field(
+        None, doc="seeded, stratified subsample of each task's test set (quick runs); null = all", minimum=10)
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    """The shared network body; every task gets its own linear head (multi-head, task id known)."""
+
+    kind: str = field(doc="mlp (MNIST benchmarks) or alexnet (the paper's AlexNet-like conv net)",
+                      choices=("mlp", "alexnet"))
+    hidden: tuple[int, ...] = field((2048, 2048), doc="mlp: hidden layer sizes (paper pmnist: 100/500/2000 x2; "
+                                                      "split MNIST: 800 x3)", minimum=1)
+    input_dropout: float = field(0.0, doc="mlp: dropout on the input (EWC's large pmnist net: 0.2)",
+                                 minimum=0.0, maximum=0.95)
+    dropout: float = field(0.0, doc="mlp: dropout after each hidden layer", minimum=0.0, maximum=0.95)
+    conv_channels: tuple[int, ...] = field((64, 128, 256), doc="alexnet: filters per conv layer", minimum=1)
+    conv_kernels: tuple[int, ...] = field((4, 3, 2), doc="alexnet: kernel size per conv layer", minimum=1)
+    conv_dropout: tuple[float, ...] = field((0.2, 0.2, 0.5), doc="alexnet: dropout after each conv layer",
+                                            minimum=0.0, maximum=0.95)
+    fc_units: tuple[int, ...] = field((2048, 2048), doc="alexnet: units per fully-connected layer", minimum=1)
+    fc_dropout: float = field(0.5, doc="alexnet: dropout after each fully-connected layer",
+                              minimum=0.0, maximum=0.95)
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """The paper's protocol (Experiments: Training), shared by every approach unless it overrides a value."""
+
+    lr: float = field(0.05, doc="initial learning rate of plain SGD (paper: 0.05)", minimum=0.0)
+    lr_factor: float = field(3.0, doc="divide the lr by this after `patience` epochs without improvement",
+                             minimum=1.0)
+    lr_min: float = field(1e-4, doc="stop the task when the lr falls below this (paper: 1e-4)", minimum=0.0)
+    patience: int = field(5, doc="epochs without validation-loss improvement before an lr decay (paper: 5)",
+                          minimum=1)
+    max_epochs: int = field(200, doc="epochs per task at most (paper: 200)", minimum=1)
+    batch_size: int = field(64, doc="training batch size (paper: 64)", minimum=1)
+    eval_batch_size: int = field(4096, doc="batch size for validation and test (no effect on results)", minimum=1)
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """A validated benchmark: where it came from, its data, network, protocol, and raw approach sections."""
+
+    name: str
+    description: str
+    source: str
+    variant: str | None
+    data: DataSpec
+    network: NetworkSpec
+    training: TrainingSpec
+    approaches: dict[str, dict[str, Any]]
+
+    def approach_section(self, method: str) -> dict[str, Any]:
+        """The raw (not yet validated) section of one approach; empty if the spec has none."""
+        return dict(self.approaches.get(method, {}))
+
+
+def benchmarks_dir() -> Path:
+    """The folder of shipped specs (`benchmarks/` at the project root)."""
+    return Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def benchmark_names() -> list[str]:
+    """Names of the shipped benchmark specs."""
+    return sorted(path.stem for path in benchmarks_dir().glob("*.yaml"))
+
+
+def find_spec_file(name_or_path: str) -> Path:
+    """A benchmark name from `benchmarks/` or a path to a YAML spec."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise SpecError(f"spec file {name_or_path} does not exist")
+        return path
+    candidate = benchmarks_dir() / f"{name_or_path}.yaml"
+    if not candidate.is_file():
+        names = ", ".join(benchmark_names())
+        raise SpecError(f"unknown benchmark {name_or_path!r}; valid benchmarks: {names} (or a path to a YAML spec)")
+    return candidate
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Read a YAML mapping; syntax errors name the file and line."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise SpecError(f"{path}:{line} YAML syntax error: {problem}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: a spec must be a YAML mapping with keys {', '.join(TOP_LEVEL_KEYS)}")
+    return data
+
+
+def load_benchmark(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()) -> BenchmarkSpec:
+    """Load, merge the chosen variant, apply `--set` overrides and validate a benchmark spec."""
+    path = find_spec_file(name_or_path)
+    raw = read_yaml(path)
+    parsed = [parse_override(text) for text in overrides]
+    raw = _apply_variant(raw, parsed, source=str(path))
+    for key_path, value in parsed:
+        if key_path != ["variant"]:
+            _set(raw, key_path, value)
+    return _validate(raw, source=str(path))
+
+
+def _apply_variant(raw: dict[str, Any], parsed: list[tuple[list[str], Any]], source: str) -> dict[str, Any]:
+    raw = copy.deepcopy(raw)
+    variants = raw.pop("variants", None) or {}
+    chosen = raw.get("variant")
+    for key_path, value in parsed:
+        if key_path == ["variant"]:
+            chosen = value
+    if chosen is None:
+        return raw
+    if chosen not in variants:
+        valid = ", ".join(variants) or "none"
+        raise SpecError(f"{source}: unknown variant {chosen!r}; valid variants: {valid}")
+    raw["variant"] = chosen
+    return _deep_merge(raw, variants[chosen])
+
+
+def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in (update or {}).items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _set(raw: dict[str, Any], key_path: list[str], value: Any) -> None:
+    """Apply one `--set` override; `hat.smax` means `approaches.hat.smax`."""
+    if key_path[0] not in TOP_LEVEL_KEYS:
+        key_path = ["approaches", *key_path]
+    node = raw
+    for depth, part in enumerate(key_path[:-1]):
+        child = node.get(part)
+        if child is None and (depth == 0 or key_path[0] == "approaches"):
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise SpecError(f"--set {'.'.join(key_path)}: `{'.'.join(key_path[:depth + 1])}` is not a section")
+        node = child
+    node[key_path[-1]] = value
+
+
+def _validate(raw: dict[str, Any], source: str) -> BenchmarkSpec:
+    unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS))
+    if unknown:
+        raise SpecError(f"{source}: unknown key `{unknown[0]}` (valid keys: {', '.join(TOP_LEVEL_KEYS)})")
+    for key in ("name", "data", "network"):
+        if key not in raw:
+            raise SpecError(f"{source}: missing required key `{key}`")
+    data = build(DataSpec, raw["data"], where="data", source=source)
+    _check_data(data, source)
+    approaches = raw.get("approaches") or {}
+    if not isinstance(approaches, dict) or not all(isinstance(v, dict) for v in approaches.values()):
+        raise SpecError(f"{source}: `approaches` must map approach names to mappings of hyper-parameters")
+    return BenchmarkSpec(
+        name=str(raw["name"]),
+        description=str(raw.get("description", "")),
+        source=source,
+        variant=raw.get("variant"),
+        data=data,
+        network=build(NetworkSpec, raw["network"], where="network", source=source),
+        training=build(TrainingSpec, raw.get("training"), where="training", source=source),
+        approaches={name: dict(values) for name, values in approaches.items()},
+    )
+
+
+def _check_data(data: DataSpec, source: str) -> None:
+    if data.kind == "split" and (data.classes_per_task is None or len(data.classes_per_task) != len(data.datasets)):
+        raise SpecError(f"{source}: `data.classes_per_task` needs one value per data set for kind split")
+    if data.kind == "permuted" and (data.n_tasks is None or len(data.datasets) != 1):
+        raise SpecError(f"{source}: kind permuted needs exactly one data set and `data.n_tasks`")
+    if data.form == "mnist28" and not set(data.datasets) <= {"mnist", "fashion-mnist"}:
+        raise SpecError(f"{source}: `data.form` mnist28 is only for mnist and fashion-mnist")

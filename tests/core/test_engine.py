@@ -1,0 +1,102 @@
+"""The engine end to end on synthetic data: results schema, seeding contract, skipping, checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from synthetic import synthetic_loader, tiny_spec
+
+from clbench.engine import execute, load_checkpoint, plan_runs, reevaluate
+from clbench.errors import ResultsError
+from clbench.results import COLUMNS, SCHEMA_VERSION, load_accuracies, read_run_file
+
+CPU = torch.device("cpu")
+
+
+def run(tmp_path: Path, method: str = "sgd", seed: int = 0, network: str = "mlp", force: bool = False):
+    spec = tiny_spec(network)
+    [plan] = plan_runs(spec, [method], [seed], tmp_path)
+    return execute(plan, device=CPU, loader=synthetic_loader(), force=force)
+
+
+def test_accuracy_parquet_schema_and_provenance(tmp_path: Path) -> None:
+    outcome = run(tmp_path)
+    frame = pd.read_parquet(outcome.plan.run_dir / "accuracy.parquet")
+    assert list(frame.columns) == COLUMNS
+    assert sorted(zip(frame["stage"], frame["task"])) == [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (3, 3)]
+    assert frame["accuracy"].between(0, 1).all() and frame["loss"].notna().all()
+    assert (frame["schema_version"] == SCHEMA_VERSION).all() and (frame["method"] == "sgd").all()
+    assert frame["torch_version"].iloc[0] == torch.__version__ and frame["device"].iloc[0] == "cpu"
+    assert frame["started_utc"].notna().all() and frame["finished_utc"].notna().all()
+    assert (frame["stage_epochs"] >= 1).all() and (frame["stage_train_seconds"] > 0).all()
+    info = read_run_file(outcome.plan.run_dir)
+    assert info["status"] == "complete" and info["config_hash"] == frame["config_hash"].iloc[0]
+    assert info["config"]["training"]["lr"] == 0.05
+    assert not list(outcome.plan.run_dir.rglob("*.tmp"))
+
+
+def test_seeding_contract_same_seed_same_numbers(tmp_path: Path) -> None:
+    first = run(tmp_path / "a", seed=3)
+    second = run(tmp_path / "b", seed=3)
+    other = run(tmp_path / "c", seed=4)
+    accuracies = [[row["accuracy"] for row in outcome.rows] for outcome in (first, second, other)]
+    losses = [[row["loss"] for row in outcome.rows] for outcome in (first, second, other)]
+    assert accuracies[0] == accuracies[1] and losses[0] == losses[1]
+    assert losses[0] != losses[2]
+
+
+def test_seeding_contract_holds_for_the_conv_net(tmp_path: Path) -> None:
+    first = run(tmp_path / "a", network="alexnet", method="sgd")
+    second = run(tmp_path / "b", network="alexnet", method="sgd")
+    assert [r["loss"] for r in first.rows] == [r["loss"] for r in second.rows]
+
+
+def test_finished_runs_are_skipped_unless_forced(tmp_path: Path) -> None:
+    first = run(tmp_path)
+    stamp = (first.plan.run_dir / "accuracy.parquet").stat().st_mtime_ns
+    assert run(tmp_path).status == "skipped"
+    assert (first.plan.run_dir / "accuracy.parquet").stat().st_mtime_ns == stamp
+    assert run(tmp_path, force=True).status == "done"
+
+
+def test_failed_run_is_recorded_and_left_out(tmp_path: Path) -> None:
+    spec = tiny_spec("mlp")
+    [plan] = plan_runs(spec, ["sgd"], [0], tmp_path)
+
+    def broken_loader(name: str, form: str):  # type: ignore[no-untyped-def]
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError):
+        execute(plan, device=CPU, loader=broken_loader)
+    info = read_run_file(plan.run_dir)
+    assert info["status"] == "failed" and "disk on fire" in info["error"]
+    assert not (plan.run_dir / "accuracy.parquet").exists()
+
+
+def test_checkpoints_reproduce_the_accuracies(tmp_path: Path) -> None:
+    outcome = run(tmp_path, method="sgd-f")
+    checkpoint = load_checkpoint(outcome.plan.run_dir, 1)
+    assert checkpoint["stage"] == 1 and len(checkpoint["rows"]) == 3
+    rows = reevaluate(outcome.plan, device=CPU, loader=synthetic_loader())
+    assert [r["accuracy"] for r in rows] == [r["accuracy"] for r in outcome.rows]
+    assert (outcome.plan.run_dir / "evaluation.parquet").is_file()
+
+
+def test_config_hash_separates_hyperparameters(tmp_path: Path) -> None:
+    spec = tiny_spec("mlp")
+    plans = plan_runs(spec, ["sgd", "sgd-f"], [0, 1], tmp_path)
+    assert len({p.run_dir for p in plans}) == 4
+    assert len({p.data_hash for p in plans}) == 1
+
+
+def test_loader_refuses_unknown_schema(tmp_path: Path) -> None:
+    outcome = run(tmp_path)
+    path = outcome.plan.run_dir / "accuracy.parquet"
+    frame = pd.read_parquet(path)
+    frame["schema_version"] = 99
+    frame.to_parquet(path)
+    with pytest.raises(ResultsError, match="schema version"):
+        load_accuracies(tmp_path)

@@ -1,0 +1,64 @@
+"""Task construction and the seeding contract."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from synthetic import synthetic_loader, tiny_spec
+
+from clbench.data.tasks import build_tasks, stratified_subsample, validation_split
+from clbench.spec import DataSpec
+
+
+def test_split_relabels_class_blocks() -> None:
+    spec = DataSpec(kind="split", datasets=("mnist",), form="mnist28", classes_per_task=(5,), shuffle_tasks=False)
+    tasks = build_tasks(spec, 0, synthetic_loader())
+    assert tasks.names == ("mnist:0-4", "mnist:5-9") and tasks.head_sizes == (5, 5)
+    for task in tasks.tasks:
+        assert task.train.labels.min() >= 0 and task.train.labels.max() <= 4
+    assert tasks.input_shape == (784,)
+
+
+def test_validation_split_is_held_out_and_sized() -> None:
+    spec = DataSpec(kind="mixture", datasets=("cifar10",), form="image32")
+    task = build_tasks(spec, 3, synthetic_loader(n_train=1000))[0]
+    assert len(task.valid) == 150 and len(task.train) == 850
+    train_rows = {bytes(x) for x in task.train.images.numpy()}
+    assert not any(bytes(x) in train_rows for x in task.valid.images.numpy())
+
+
+def test_permuted_tasks_apply_their_own_permutation() -> None:
+    spec = tiny_spec("mlp", kind="permuted")
+    tasks = build_tasks(spec.data, 0, synthetic_loader())
+    batch0 = tasks[0].test.batch(slice(0, 4))
+    batch1 = tasks[1].test.batch(slice(0, 4))
+    assert batch0.inputs.shape == (4, 784)
+    assert not torch.equal(batch0.inputs, batch1.inputs)
+    assert torch.allclose(batch0.inputs.sort(1).values, batch1.inputs.sort(1).values)  # same pixels, permuted
+
+
+def test_stratified_subsample_keeps_class_proportions() -> None:
+    labels = np.array([0] * 600 + [1] * 300 + [2] * 100)
+    chosen = stratified_subsample(labels, 100, np.random.default_rng(0))
+    assert len(chosen) == 100 and np.bincount(labels[chosen]).tolist() == [60, 30, 10]
+
+
+def test_max_train_samples_subsamples_each_task() -> None:
+    spec = DataSpec(kind="split", datasets=("mnist",), form="mnist28", classes_per_task=(5,), max_train_samples=50)
+    tasks = build_tasks(spec, 0, synthetic_loader(n_train=400))
+    assert all(len(task.train) == 50 for task in tasks.tasks)
+
+
+def test_same_seed_same_tasks_other_seed_other_tasks() -> None:
+    spec = DataSpec(kind="mixture", datasets=("cifar10", "svhn", "mnist"), form="image32")
+    a, b, c = (build_tasks(spec, seed, synthetic_loader()) for seed in (0, 0, 1))
+    assert a.names == b.names
+    assert all(torch.equal(x.train.images, y.train.images) for x, y in zip(a.tasks, b.tasks))
+    different_order = a.names != c.names
+    different_split = not torch.equal(a[0].valid.labels, c[[t.name for t in c.tasks].index(a[0].name)].valid.labels)
+    assert different_order or different_split
+
+
+def test_validation_split_function_partitions() -> None:
+    train, valid = validation_split(100, 0.15, np.random.default_rng(0))
+    assert len(valid) == 15 and sorted(np.concatenate([train, valid]).tolist()) == list(range(100))
