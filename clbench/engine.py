@@ -3,6 +3,12 @@
 `plan_runs` resolves what a command asks for into `RunPlan`s (one per benchmark x method x seed), each with
 its resolved config, config hash and results folder; `execute` runs one plan. Progress goes to an observer
 (the CLI draws it with rich); the library itself prints nothing.
+
+Nothing is lost: the checkpoint after every task holds the approach state, every random stream (torch's
+global generator, CUDA's, the batch order and the approach's own generators in `extra_state`) and the rows so
+far, so `execute` on an unfinished run continues after its last finished task and gives the same numbers as
+an uninterrupted run. A run holds `<run_dir>/.lock` while it executes; a run locked by another process is
+left alone (status `locked`).
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import io
 import logging
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,12 +29,15 @@ from clbench.approaches.base import EpochLog, TaskLog
 from clbench.config import stable_hash, to_dict
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
 from clbench.errors import ClbenchError, DataNotFoundError
+from clbench.locking import held_lock, lock_holder
+from clbench.nets import parameter_count
 from clbench.results import (
     ACCURACY_FILE,
     RUN_FILE,
     SCHEMA_VERSION,
     accuracy_frame,
     atomic_write_bytes,
+    is_complete,
     machine_provenance,
     read_run_file,
     run_directory,
@@ -66,19 +75,27 @@ class RunPlan:
 
 @dataclass
 class RunOutcome:
-    """What happened to one plan: done, skipped (already finished) or failed, with its rows."""
+    """What happened to one plan: `done`, `skipped` (already finished), `locked` (running elsewhere),
+    `failed` or `interrupted`, with its rows (done) or the error (failed, locked: who holds the lock)."""
 
     plan: RunPlan
     status: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
+    resumed_after_stage: int | None = None  # 1-based stage of the checkpoint a resumed run continued from
+
+    @property
+    def succeeded(self) -> bool:
+        """Done, already finished, or left to the process that is running it."""
+        return self.status in ("done", "skipped", "locked")
 
 
 class RunObserver(Protocol):
     """Receives progress events (the CLI shows them; tests may record them)."""
 
     def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None: ...
+    def run_resumed(self, plan: RunPlan, stage: int) -> None: ...
     def task_started(self, plan: RunPlan, stage: int) -> None: ...
     def epoch_finished(self, plan: RunPlan, epoch: EpochLog) -> None: ...
     def task_finished(self, plan: RunPlan, stage: int, accuracies: Sequence[float]) -> None: ...
@@ -88,6 +105,9 @@ class SilentObserver:
     """An observer that ignores every event."""
 
     def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None:
+        pass
+
+    def run_resumed(self, plan: RunPlan, stage: int) -> None:
         pass
 
     def task_started(self, plan: RunPlan, stage: int) -> None:
@@ -115,7 +135,7 @@ def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int],
               overrides: Sequence[str] = ()) -> list[RunPlan]:
     """Resolve every (method, seed) of a command; unknown methods and bad sections fail before any work."""
     plans = []
-    for method in methods:
+    for method in dict.fromkeys(methods):
         approach = resolve(spec, method)
         config = run_config(spec, approach)
         config_hash = stable_hash(config)
@@ -139,18 +159,45 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
-def fetching_loader(data_dir: Path, mirror: str | None) -> DatasetLoader:
-    """Load prepared data sets, fetching (with the same mirror setting) those that are missing."""
-    from clbench.data.sources import fetch_dataset, load_dataset
+def unique_plans(plans: Iterable[RunPlan]) -> list[RunPlan]:
+    """The plans in order, each run folder once (a grid or `--with-references` may name a run twice)."""
+    unique: dict[Path, RunPlan] = {}
+    for plan in plans:
+        unique.setdefault(plan.run_dir, plan)
+    return list(unique.values())
 
-    def load(name: str, form: str):  # type: ignore[no-untyped-def]
+
+@dataclass(frozen=True)
+class FetchingLoader:
+    """Loads prepared data sets, fetching (with the same mirror setting) those that are missing.
+
+    A picklable `DatasetLoader`, so that worker processes and Ray tasks can receive it.
+    """
+
+    data_dir: Path
+    mirror: str | None = None
+
+    def __call__(self, name: str, form: str):  # type: ignore[no-untyped-def]
+        from clbench.data.sources import fetch_dataset, load_dataset
+
         try:
-            return load_dataset(name, data_dir, form)
+            return load_dataset(name, self.data_dir, form)
         except DataNotFoundError:
-            fetch_dataset(name, data_dir, mirror)
-            return load_dataset(name, data_dir, form)
+            fetch_dataset(name, self.data_dir, self.mirror)
+            return load_dataset(name, self.data_dir, form)
 
-    return load
+
+def fetching_loader(data_dir: Path, mirror: str | None) -> FetchingLoader:
+    """Load prepared data sets, fetching (with the same mirror setting) those that are missing."""
+    return FetchingLoader(Path(data_dir), mirror)
+
+
+def prepare_data(specs: Iterable[BenchmarkSpec], data_dir: Path, mirror: str | None) -> None:
+    """Fetch every data set the specs need once, before runs start (missing data: DataNotFoundError)."""
+    from clbench.data.sources import fetch_dataset
+
+    for name in dict.fromkeys(name for spec in specs for name in spec.data.datasets):
+        fetch_dataset(name, Path(data_dir), mirror)
 
 
 def build_approach(plan: RunPlan, tasks: TaskSequence, device: torch.device) -> Approach:
@@ -163,13 +210,40 @@ def build_approach(plan: RunPlan, tasks: TaskSequence, device: torch.device) -> 
 
 def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force: bool = False,
             observer: RunObserver | None = None) -> RunOutcome:
-    """Run one plan end to end, or skip it if it already finished (unless `force`)."""
+    """Run one plan end to end: skip it if it finished (unless `force`), leave it if another process holds its
+    lock, resume it after its last checkpoint if an earlier attempt stopped. Errors propagate (after run.json
+    records them as `failed` or, for KeyboardInterrupt, `interrupted`)."""
     observer = observer or SilentObserver()
-    if (plan.run_dir / ACCURACY_FILE).is_file() and not force:
-        return RunOutcome(plan, "skipped")
+    with held_lock(plan.run_dir) as locked:
+        if not locked:
+            return RunOutcome(plan, "locked", error=f"running elsewhere ({lock_holder(plan.run_dir)})")
+        if is_complete(plan.run_dir) and not force:
+            return RunOutcome(plan, "skipped")
+        if force:
+            discard_progress(plan.run_dir)
+        return _execute_locked(plan, device, loader, observer)
+
+
+def discard_progress(run_dir: Path) -> None:
+    """Forget a run's accuracies, evaluations and checkpoints (`--force`), so no stale stage is resumed."""
+    for name in (ACCURACY_FILE, "evaluation.parquet"):
+        (run_dir / name).unlink(missing_ok=True)
+    for path in (run_dir / "checkpoints").glob("stage-*.pt"):
+        path.unlink()
+
+
+def remove_stale_temporaries(run_dir: Path) -> None:
+    """Delete temporary files a killed writer left behind (only called while holding the run's lock)."""
+    for folder in (run_dir, run_dir / "checkpoints"):
+        for path in folder.glob(".*.tmp"):
+            path.unlink(missing_ok=True)
+
+
+def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader,
+                    observer: RunObserver) -> RunOutcome:
     start = time.perf_counter()
-    provenance = machine_provenance(str(device), str(torch.__version__), torch.version.cuda)
-    header = _run_header(plan, provenance)
+    remove_stale_temporaries(plan.run_dir)
+    header = _run_header(plan, machine_provenance(str(device), str(torch.__version__), torch.version.cuda))
     write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
     try:
         rows = _run_sequence(plan, device, loader, observer, header)
@@ -183,9 +257,10 @@ def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force
     for row in rows:
         row["finished_utc"] = finished
     write_parquet(plan.run_dir / ACCURACY_FILE, accuracy_frame(rows), {"run_id": plan.run_id})
+    seconds = time.perf_counter() - start
     write_json(plan.run_dir / RUN_FILE, {**header, "status": "complete", "finished_utc": finished,
-                                         "seconds": time.perf_counter() - start})
-    return RunOutcome(plan, "done", rows, seconds=time.perf_counter() - start)
+                                         "seconds": seconds})
+    return RunOutcome(plan, "done", rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"])
 
 
 def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
@@ -194,16 +269,22 @@ def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
             "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed,
             "config_hash": plan.config_hash, "data_hash": plan.data_hash, "config": plan.config,
             "overrides": list(plan.overrides), "spec_file": plan.spec.source, "started_utc": utc_now(),
-            "previous_status": previous.get("status"), **provenance}
+            "previous_status": previous.get("status"), "parameters": None, "resumed_after_stage": None,
+            "torch_threads": torch.get_num_threads(), **provenance}
 
 
 def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, observer: RunObserver,
                   header: dict[str, Any]) -> list[dict[str, Any]]:
+    """Train and evaluate the stages after the last checkpoint (all of them for a new run)."""
     tasks = build_tasks(plan.spec.data, plan.seed, loader, device)
     approach = build_approach(plan, tasks, device)
+    first_stage, rows = resume_from_checkpoint(plan.run_dir, approach, len(tasks))
+    header.update(parameters=parameter_count(approach.network), resumed_after_stage=first_stage or None)
+    write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
     observer.run_started(plan, tasks.names)
-    rows: list[dict[str, Any]] = []
-    for stage in range(len(tasks)):
+    if first_stage:
+        observer.run_resumed(plan, first_stage - 1)
+    for stage in range(first_stage, len(tasks)):
         observer.task_started(plan, stage)
         task_log = approach.learn_task(stage, tasks, lambda epoch: observer.epoch_finished(plan, epoch))
         stage_rows = _evaluate_stage(plan, approach, tasks, stage, task_log, header)
@@ -275,11 +356,39 @@ def checkpoint_path(run_dir: Path, stage: int) -> Path:
 
 
 def save_checkpoint(run_dir: Path, stage: int, approach: Approach, rows: list[dict[str, Any]]) -> None:
-    """The approach state and the rows so far after task `stage`, written atomically."""
+    """The approach state, the global random streams and the rows so far after task `stage`, atomically."""
+    payload = {"stage": stage, "approach": approach.state(), "rows": rows, "torch_rng": torch.get_rng_state()}
+    if approach.device.type == "cuda":
+        payload["cuda_rng"] = torch.cuda.get_rng_state(approach.device)
     buffer = io.BytesIO()
-    torch.save({"stage": stage, "approach": approach.state(), "rows": rows,
-                "torch_rng": torch.get_rng_state()}, buffer)
+    torch.save(payload, buffer)
     atomic_write_bytes(checkpoint_path(run_dir, stage), buffer.getvalue())
+
+
+def last_checkpoint_stage(run_dir: Path, n_tasks: int) -> int | None:
+    """The last stage (0-based) with a checkpoint, or None."""
+    return next((stage for stage in reversed(range(n_tasks)) if checkpoint_path(run_dir, stage).is_file()), None)
+
+
+def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int) -> tuple[int, list[dict[str, Any]]]:
+    """Restore the state after the last finished task; returns (first stage to train, rows so far).
+
+    Restores the approach (network, extra state, batch generator) and torch's global (and CUDA) generator as
+    they were when that task's checkpoint was written, so the next task starts exactly as it would have.
+    """
+    stage = last_checkpoint_stage(run_dir, n_tasks)
+    if stage is None:
+        return 0, []
+    checkpoint = load_checkpoint(run_dir, stage)
+    rows = list(checkpoint["rows"])
+    if checkpoint["stage"] != stage or len(rows) != (stage + 1) * (stage + 2) // 2:
+        raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} does not hold stages 1..{stage + 1}: "
+                           f"re-run with --force")
+    approach.load_state(checkpoint["approach"])
+    torch.set_rng_state(checkpoint["torch_rng"])
+    if "cuda_rng" in checkpoint and approach.device.type == "cuda":
+        torch.cuda.set_rng_state(checkpoint["cuda_rng"], approach.device)
+    return stage + 1, rows
 
 
 def load_checkpoint(run_dir: Path, stage: int) -> dict[str, Any]:

@@ -76,6 +76,11 @@ class TrainingSpec:
     max_epochs: int = field(200, doc="epochs per task at most (paper: 200)", minimum=1)
     batch_size: int = field(64, doc="training batch size (paper: 64)", minimum=1)
     eval_batch_size: int = field(4096, doc="batch size for validation and test (no effect on results)", minimum=1)
+    compile: bool = field(False, doc="torch.compile the network's body (off: the paper's eager numerics; on: "
+                                     "fused kernels whose float rounding differs slightly; first epoch slower)")
+    amp: str = field("none", doc="autocast of the training forward/loss and of evaluation: none (float32, the "
+                                 "paper) or bf16 (bfloat16 matmuls/convs: faster on GPUs, ~3 significant digits)",
+                     choices=("none", "bf16"))
 
 
 @dataclass(frozen=True)

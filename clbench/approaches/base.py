@@ -9,10 +9,15 @@ resets and the optimiser is rebuilt; after the loop the best snapshot is restore
 Hooks (all optional): `build_network`, `begin_task`, `training_data`, `trainable_parameters`, `loss`,
 `penalty`, `before_step` (gradient conditioning), `after_step`, `end_task`, `predict`, `extra_state` /
 `load_extra_state` (what a checkpoint needs besides the network), `monitoring` (tables stored with the run).
+
+Two protocol switches change numerics and are off by default (`training.compile`, `training.amp`, part of the
+config hash): `compile_network` compiles the network's body with torch.compile; `Approach.autocast` runs the
+training loss and evaluation under bfloat16 autocast (backward and the optimiser step stay in float32).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -157,6 +162,8 @@ class Approach:
         self.hparams = hyperparameters
         self.device = context.device
         self.network: nn.Module = self.build_network().to(self.device)
+        if context.training.compile:
+            compile_network(self.network)
         self.batch_generator = context.generator("batch-order")
 
     # ------------------------------------------------------------------ hooks
@@ -253,6 +260,12 @@ class Approach:
     def training_protocol(self) -> TrainingSpec:
         return self.context.training
 
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """bfloat16 autocast on the approach's device when `training.amp` is bf16, else a no-op."""
+        if self.context.training.amp == "bf16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     def make_optimizer(self, stage: int, lr: float) -> torch.optim.Optimizer:
         """Plain SGD (no momentum, no weight decay) over `trainable_parameters`."""
         return torch.optim.SGD(list(self.trainable_parameters(stage)), lr=lr)
@@ -267,7 +280,8 @@ class Approach:
         total = torch.zeros((), device=self.device)
         for index, indices in enumerate(chunks):
             step = StepInfo(stage, epoch, index, len(chunks))
-            loss = self.loss(data.batch(indices), step)
+            with self.autocast():
+                loss = self.loss(data.batch(indices), step)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.before_step(step)
@@ -282,7 +296,7 @@ class Approach:
         self.network.eval()
         loss_sum = torch.zeros((), device=self.device)
         correct = torch.zeros((), device=self.device, dtype=torch.long)
-        with torch.inference_mode():
+        with torch.inference_mode(), self.autocast():
             for chunk in data.batches(self.training_protocol.eval_batch_size):
                 loss, right = self.validation_loss(data.batch(chunk), stage)
                 loss_sum += loss
@@ -295,7 +309,7 @@ class Approach:
         self.network.eval()
         loss_sum = torch.zeros((), device=self.device)
         correct = torch.zeros((), device=self.device, dtype=torch.long)
-        with torch.inference_mode():
+        with torch.inference_mode(), self.autocast():
             for chunk in data.batches(self.training_protocol.eval_batch_size):
                 batch = data.batch(chunk)
                 logits = self.predict(batch.inputs, task)
@@ -328,3 +342,20 @@ class Approach:
         """The network as a MultiHeadNet (for approaches that need `features` and `heads`)."""
         assert isinstance(self.network, MultiHeadNet)
         return self.network
+
+
+def compile_network(network: nn.Module) -> None:
+    """torch.compile a network's body in place (parameter names and `state_dict` keys do not change).
+
+    A HAT-gated net compiles `gated_features` (the masks are tensor inputs: neither the task nor the annealed
+    s recompiles it), another multi-head net `features` (the task only picks the head, outside the graph);
+    other networks (PNN, PathNet) compile their whole forward, which recompiles per task or path.
+    """
+    from clbench.nets.hat import GatedNet
+
+    if isinstance(network, GatedNet):
+        network.gated_features = torch.compile(network.gated_features)  # type: ignore[method-assign]
+    elif isinstance(network, MultiHeadNet):
+        network.features = torch.compile(network.features)  # type: ignore[method-assign]
+    else:
+        network.compile()

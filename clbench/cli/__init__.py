@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from clbench.cli.bench import bench
 from clbench.cli.evaluate import evaluate
 from clbench.cli.fetch import fetch
 from clbench.cli.listing import list_command
@@ -22,6 +23,7 @@ app.command("train")(train)
 app.command("evaluate")(evaluate)
 app.command("report")(report)
 app.command("list")(list_command)
+app.command("bench")(bench)
 
 
 def main() -> None:

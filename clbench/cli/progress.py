@@ -1,4 +1,4 @@
-"""Rich progress display for training: run, task, epoch, loss, validation accuracy."""
+"""The live overview of `clbench train`: all runs (done, running, failed, ETA) and a line per running run."""
 
 from __future__ import annotations
 
@@ -6,53 +6,128 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 if TYPE_CHECKING:
     from clbench.approaches.base import EpochLog
-    from clbench.engine import RunPlan
+    from clbench.engine import RunOutcome, RunPlan
+
+STATUS_STYLE = {"done": "green", "skipped": "yellow", "locked": "yellow", "failed": "red", "interrupted": "red"}
 
 
-class RichObserver:
-    """Shows one bar over all runs and one over the tasks of the current run, with the last epoch's numbers."""
+def run_label(plan: RunPlan) -> str:
+    return f"{plan.spec.name} {plan.method} seed {plan.seed}"
+
+
+class RunsOverview:
+    """A `ScheduleListener` drawn with rich: one bar over the runs to execute, one per running run.
+
+    The top bar counts finished runs (ETA from their pace); runs that were already finished or are running
+    in another process do not count towards it. Every ended run gets one log line.
+    """
 
     def __init__(self, console: Console, n_runs: int) -> None:
         self.progress = Progress(
             TextColumn("{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=console, transient=False,
+            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
+            console=console, transient=False,
         )
-        self.runs = self.progress.add_task("runs", total=n_runs, status="")
-        self.tasks = self.progress.add_task("tasks", total=1, status="", visible=False)
-        self.task_names: Sequence[str] = ()
+        self.counts = {status: 0 for status in STATUS_STYLE}
+        self.overall = self.progress.add_task("runs", total=n_runs, status="")
+        self.lines: dict[str, TaskID] = {}
+        self.task_names: dict[str, Sequence[str]] = {}
 
-    def __enter__(self) -> RichObserver:
+    def __enter__(self) -> RunsOverview:
         self.progress.__enter__()
+        self._update_counts()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.progress.__exit__(*exc)  # type: ignore[arg-type]
 
-    def run_done(self) -> None:
-        self.progress.advance(self.runs)
+    # ------------------------------------------------------------------ schedule events
+    def run_launched(self, plan: RunPlan, device: str) -> None:
+        self.lines[plan.run_id] = self.progress.add_task(f"  {plan.method} s{plan.seed} [{device}]", total=None,
+                                                         status="starting")
+        self._update_counts()
 
+    def run_ended(self, outcome: RunOutcome) -> None:
+        line = self.lines.pop(outcome.plan.run_id, None)
+        if line is not None:
+            self.progress.remove_task(line)
+        self.counts[outcome.status] = self.counts.get(outcome.status, 0) + 1
+        if outcome.status in ("skipped", "locked"):
+            total = self.progress.tasks[self.overall].total or 1
+            self.progress.update(self.overall, total=max(0, total - 1))
+        else:
+            self.progress.advance(self.overall)
+        self._update_counts()
+        self.progress.console.log(self._ended_message(outcome))
+
+    # ------------------------------------------------------------------ engine events of one run
     def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None:
-        self.task_names = task_names
-        self.progress.update(self.runs, status=f"{plan.spec.name} {plan.method} seed {plan.seed}")
-        self.progress.reset(self.tasks, total=len(task_names), visible=True, status="",
-                            description=f"  {plan.method} s{plan.seed} tasks")
+        self.task_names[plan.run_id] = task_names
+        self._update_line(plan, total=len(task_names), status="task 1")
+
+    def run_resumed(self, plan: RunPlan, stage: int) -> None:
+        self._update_line(plan, completed=stage + 1, status=f"resumed after task {stage + 1}")
 
     def task_started(self, plan: RunPlan, stage: int) -> None:
-        self.progress.update(self.tasks, status=f"task {stage + 1} {self.task_names[stage]}")
+        self._update_line(plan, status=f"task {stage + 1} {self._task_name(plan, stage)}")
 
     def epoch_finished(self, plan: RunPlan, epoch: EpochLog) -> None:
         mark = "*" if epoch.improved else " "
-        self.progress.update(self.tasks, status=(
-            f"task {epoch.stage + 1} {self.task_names[epoch.stage]} | epoch {epoch.epoch:3d} lr {epoch.lr:.2g} "
+        self._update_line(plan, status=(
+            f"task {epoch.stage + 1} {self._task_name(plan, epoch.stage)} | epoch {epoch.epoch:3d} lr {epoch.lr:.2g} "
             f"loss {epoch.train_loss:.3f} valid {epoch.valid_loss:.3f}{mark} acc {100 * epoch.valid_accuracy:.1f}%"))
 
     def task_finished(self, plan: RunPlan, stage: int, accuracies: Sequence[float]) -> None:
-        self.progress.advance(self.tasks)
+        line = self.lines.get(plan.run_id)
+        if line is not None:
+            self.progress.advance(line)
         mean = 100 * sum(accuracies) / len(accuracies)
-        self.progress.console.log(f"{plan.spec.name} {plan.method} seed {plan.seed}: after task {stage + 1} "
-                                  f"({self.task_names[stage]}) mean test accuracy {mean:.1f}% "
+        self.progress.console.log(f"{escape(run_label(plan))}: after task {stage + 1} "
+                                  f"({escape(self._task_name(plan, stage))}) mean test accuracy {mean:.1f}% "
                                   f"[{' '.join(f'{100 * a:.1f}' for a in accuracies)}]")
+
+    # ------------------------------------------------------------------ helpers
+    def _task_name(self, plan: RunPlan, stage: int) -> str:
+        names = self.task_names.get(plan.run_id, ())
+        return names[stage] if stage < len(names) else ""
+
+    def _update_line(self, plan: RunPlan, **fields: object) -> None:
+        line = self.lines.get(plan.run_id)
+        if line is not None:
+            self.progress.update(line, **fields)  # type: ignore[arg-type]
+
+    def _update_counts(self) -> None:
+        running = len(self.lines)
+        parts = [f"done {self.counts['done']}", f"running {running}", f"failed {self.counts['failed']}"]
+        parts += [f"{status} {self.counts[status]}" for status in ("skipped", "locked", "interrupted")
+                  if self.counts[status]]
+        self.progress.update(self.overall, status=" | ".join(parts))
+
+    @staticmethod
+    def _ended_message(outcome: RunOutcome) -> str:
+        plan, style = outcome.plan, STATUS_STYLE.get(outcome.status, "white")
+        label = escape(run_label(plan))
+        if outcome.status == "done":
+            last = [row["accuracy"] for row in outcome.rows if row["stage"] == max(r["stage"] for r in outcome.rows)]
+            resumed = f", resumed after task {outcome.resumed_after_stage}" if outcome.resumed_after_stage else ""
+            return (f"[{style}]done[/] {label}: mean accuracy {100 * sum(last) / max(1, len(last)):.1f}% "
+                    f"({outcome.seconds:.0f} s{resumed})")
+        if outcome.status == "skipped":
+            return f"[{style}]skipped[/] {label}: already finished ({escape(str(plan.run_dir))}); --force re-runs it"
+        if outcome.status == "locked":
+            return f"[{style}]running elsewhere[/] {label}: {escape(outcome.error or '')}; skipped here"
+        return (f"[{style}]{outcome.status}[/] {label}: {escape(outcome.error or '')} "
+                f"(details in {escape(str(plan.run_dir / 'run.json'))})")

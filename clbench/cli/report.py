@@ -1,51 +1,165 @@
-"""`clbench report`: the paper's tables from stored results (torch-free)."""
+"""`clbench report`: the paper's tables and figures from stored results (torch-free)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from clbench.cli.common import ResultsOption, console, handle_errors
+from clbench.cli.common import ResultsOption, console, handle_errors, parse_seeds
 from clbench.errors import ClbenchError
 
-FORMATS = ("markdown", "csv", "latex")
+if TYPE_CHECKING:
+    from clbench.report import HatReport, Report
+
+FORMATS = ("markdown", "csv", "latex", "html")
 METRICS = ("forgetting-ratio", "accuracy")
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """What one `clbench report` call asks for."""
+
+    table: bool
+    summary: bool
+    time: bool
+    hat: bool
+    fmt: str
+    metric: str
+    ci: bool
+    references: bool
+    seeds: list[int] | None
+    plot: Path | None
 
 
 @handle_errors
 def report(
     benchmark: str | None = typer.Argument(None, help="Benchmark name (default: every benchmark in the results)."),
     results: Path = ResultsOption,
-    table: bool = typer.Option(True, "--table/--no-table", help="Print the table."),
-    fmt: str = typer.Option("markdown", "--format", help="markdown, csv or latex."),
+    table: bool | None = typer.Option(None, "--table/--no-table", help="The per-stage table of --metric "
+                                      "(default: on, unless --summary, --time or --hat is given)."),
+    summary: bool = typer.Option(False, "--summary", help="After the last task: parameters, A<=T, backward "
+                                 "transfer, max-previous forgetting."),
+    time: bool = typer.Option(False, "--time", help="Training time: total, per epoch, per batch (and the "
+                              "bench's batch-F / batch-FB from <results>/_bench)."),
+    hat: bool = typer.Option(False, "--hat", help="HAT monitoring: capacity per layer and task, weight reuse, "
+                             "smax x c sensitivity."),
+    fmt: str = typer.Option("markdown", "--format", help="markdown, csv, latex or html."),
     metric: str = typer.Option("forgetting-ratio", "--metric", help="forgetting-ratio or accuracy."),
+    ci: bool = typer.Option(False, "--ci", help="Cells as mean ± half-width of the Student-t 95% confidence "
+                            "interval instead of mean (std)."),
     references: bool = typer.Option(False, "--references", help="Also list joint and random as rows."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write the table to this file too."),
+    seeds: str | None = typer.Option(None, "--seeds", help="Only these seeds: 0-9, 0,3,7 or 4."),
+    plot: Path | None = typer.Option(None, "--plot", help="Write the figures (PNG and PDF) to this folder."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the tables to this file too."),
 ) -> None:
-    """Forgetting-ratio (or accuracy) table: mean (std) over seeds per approach and stage."""
-    from clbench.report import build_report, render
-
+    """The paper's tables (forgetting ratio or accuracy per stage, summary, time, HAT) and figures."""
     if fmt not in FORMATS:
         raise ClbenchError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if metric not in METRICS:
         raise ClbenchError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
-    names = [benchmark] if benchmark else _benchmarks_in(results)
-    texts = []
-    for name in names:
-        text = render(build_report(results, name, metric, references), fmt)
-        texts.append(text if fmt == "csv" or len(names) == 1 else f"## {name}\n\n{text}")
-    combined = "\n".join(texts)
+    others = summary or time or hat
+    request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
+                            references, parse_seeds(seeds) if seeds else None, plot)
+    text, figures = run_report(results, benchmark, request)
     if output is not None:
-        output.write_text(combined)
-    if table:
-        console().print(combined, markup=False, highlight=False, soft_wrap=True, end="")
+        output.write_text(text)
+    console().print(text, markup=False, highlight=False, soft_wrap=True, end="")
+    if figures:
+        console(stderr=True).print(f"wrote {len(figures)} figure files to {plot}", markup=False, highlight=False)
 
 
-def _benchmarks_in(results: Path) -> list[str]:
-    if not results.is_dir():
-        raise ClbenchError(f"results folder {results} does not exist; run `clbench train ... --results {results}`")
-    names = sorted(path.name for path in results.iterdir() if path.is_dir() and not path.name.startswith("."))
-    if not names:
-        raise ClbenchError(f"no results in {results}; run `clbench train BENCHMARK -m METHOD --results {results}`")
-    return names
+def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> tuple[str, list[Path]]:
+    """The text of every table asked for, for one or every benchmark, and the figure files written."""
+    from clbench.report import benchmarks_in
+
+    names = [benchmark] if benchmark else benchmarks_in(results)
+    sections: list[tuple[str, str, str]] = []  # (benchmark, kind, text)
+    figures: list[Path] = []
+    for name in names:
+        found, drawn = _benchmark_sections(results, name, request)
+        sections += found
+        figures += drawn
+    if request.fmt == "csv":
+        return _join_csv(sections), figures
+    return _join_text(sections, request.fmt, several_benchmarks=len(names) > 1), figures
+
+
+def _benchmark_sections(results: Path, name: str, request: ReportRequest) -> tuple[list[tuple[str, str, str]],
+                                                                                    list[Path]]:
+    from clbench import report as tables
+
+    loaded = tables.load_results(results, name, request.seeds)
+    fmt, ci = request.fmt, request.ci
+    sections = []
+    main = None
+    if request.table or request.plot is not None:
+        main = tables.build_report(results, name, request.metric, request.references, results=loaded)
+    if request.table and main is not None:
+        sections.append((name, request.metric, tables.render(main, fmt, ci)))
+    if request.summary:
+        summary = tables.build_summary(loaded)
+        text = tables.summary_csv(summary, ci) if fmt == "csv" else tables.render_tables(
+            [tables.summary_table(summary, ci)], fmt)
+        sections.append((name, "summary", text))
+    if request.time:
+        timing = tables.build_time_report(loaded)
+        text = tables.time_csv(timing, ci) if fmt == "csv" else tables.render_tables(
+            [tables.time_table(timing, ci)], fmt)
+        sections.append((name, "time", text))
+    hat = tables.build_hat_report(loaded) if request.hat else None
+    if hat is not None:
+        text = tables.hat_csv(hat) if fmt == "csv" else tables.render_tables(tables.hat_tables(hat), fmt)
+        sections.append((name, "hat", text))
+    figures = _draw(request, main, hat)
+    return sections, figures
+
+
+def _draw(request: ReportRequest, main: Report | None, hat: HatReport | None) -> list[Path]:
+    """The figures, when --plot is given (matplotlib is imported only then)."""
+    if request.plot is None or main is None:
+        return []
+    from clbench import plots
+
+    figures = plots.plot_curves(main, request.plot, ci=request.ci)
+    if hat is not None:
+        figures += plots.plot_hat(hat, request.plot)
+    return figures
+
+
+def _join_text(sections: list[tuple[str, str, str]], fmt: str, several_benchmarks: bool) -> str:
+    """Sections one after the other, with headings when there is more than one."""
+    if len(sections) == 1:
+        return sections[0][2]
+    several_kinds = len({kind for _, kind, _ in sections}) > 1
+    blocks = []
+    for benchmark, kind, text in sections:
+        title = ": ".join([benchmark] * several_benchmarks + [kind] * several_kinds)
+        blocks.append(_heading(title, fmt) + text)
+    return "\n".join(blocks)
+
+
+def _heading(title: str, fmt: str) -> str:
+    if fmt == "latex":
+        return f"% {title}\n\n"
+    if fmt == "html":
+        import html
+
+        return f"<h2>{html.escape(title)}</h2>\n"
+    return f"## {title}\n\n"
+
+
+def _join_csv(sections: list[tuple[str, str, str]]) -> str:
+    """One CSV block per kind of table (benchmarks stacked under one header), blocks separated by a blank line."""
+    kinds: dict[str, list[str]] = {}
+    for _, kind, text in sections:
+        kinds.setdefault(kind, []).append(text)
+    blocks = []
+    for texts in kinds.values():
+        lines = texts[0].splitlines()
+        for text in texts[1:]:
+            lines += text.splitlines()[1:]
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)

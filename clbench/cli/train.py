@@ -1,8 +1,15 @@
-"""`clbench train`: sequential training per approach and seed, results as Parquet."""
+"""`clbench train`: sequential training per approach and seed, results as Parquet.
+
+Runs are resumed after their last finished task, locked while they run, and executed one after another, over
+`--jobs` worker processes, or on Ray (`--executor ray`); see `clbench.scheduler`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -17,6 +24,14 @@ from clbench.cli.common import (
     parse_seeds,
 )
 
+if TYPE_CHECKING:
+    from clbench.data.tasks import DatasetLoader
+    from clbench.engine import RunOutcome, RunPlan
+    from clbench.scheduler import Execution
+
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
 SetOption = typer.Option(
     [], "--set", help="Override a spec value, e.g. --set training.max_epochs=3, --set hat.smax=200 (repeatable)."
 )
@@ -29,48 +44,89 @@ def train(
     seeds: str = typer.Option("0", "--seeds", help="Seeds: 0-9, 0,3,7 or 4."),
     results: Path = ResultsOption,
     overrides: list[str] = SetOption,
+    grid: list[str] = typer.Option([], "--grid", help="KEY=V1,V2,...: runs for every combination of the values "
+                                                      "(repeatable), e.g. --grid hat.smax=25,400 --grid hat.c=0.1,1."),
+    with_references: bool = typer.Option(False, "--with-references",
+                                         help="Also run the references joint and random for these seeds."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Runs at once, over this many worker processes."),
+    devices: str | None = typer.Option(None, "--devices", help="Devices of the --jobs workers, round-robin: "
+                                                               "0,1 (CUDA indices) or names (cpu, cuda:1)."),
+    executor: str = typer.Option("local", "--executor", help="local (this machine) or ray (a Ray cluster)."),
+    address: str | None = typer.Option(None, "--address", help="Ray cluster address (default: RAY_ADDRESS, "
+                                                               "else a new local Ray)."),
+    gpus_per_run: float = typer.Option(1.0, "--gpus-per-run", help="Ray on CUDA: GPUs per run (0.25: four runs "
+                                                                   "share a GPU)."),
     data_dir: Path | None = DataDirOption,
     mirror: str | None = MirrorOption,
-    force: bool = typer.Option(False, "--force", help="Re-run (and overwrite) runs that already finished."),
+    force: bool = typer.Option(False, "--force", help="Start runs over: re-run finished ones (overwriting them), "
+                                                         "do not resume stopped ones."),
 ) -> None:
-    """Train approaches on a benchmark, task after task, for each seed; skip runs that already finished."""
-    from clbench.engine import fetching_loader, plan_runs, resolve_device
+    """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
+    from clbench.engine import fetching_loader, plan_runs, prepare_data, unique_plans
+    from clbench.scheduler import Execution, check_execution, parse_devices
     from clbench.spec import load_benchmark
 
     seed_list = parse_seeds(seeds)
-    methods = parse_methods(method)
-    spec = load_benchmark(benchmark, overrides)
-    plans = plan_runs(spec, methods, seed_list, results, overrides)
-    torch_device = resolve_device(device)
-    loader = fetching_loader(data_dir or default_data_dir(), mirror)
-    failed = _run_all(plans, torch_device, loader, force)
-    console().print(f"results in {results}; make the table with `clbench report {spec.name} --results {results}`")
-    if failed:
-        raise typer.Exit(1)
+    methods = parse_methods(method) + (reference_methods() if with_references else [])
+    override_sets = grid_override_sets(overrides, grid)
+    specs = [load_benchmark(benchmark, override_set) for override_set in override_sets]
+    plans = unique_plans(plan for spec, override_set in zip(specs, override_sets)
+                         for plan in plan_runs(spec, methods, seed_list, results.absolute(), override_set))
+    execution = check_execution(Execution(executor, jobs, device, parse_devices(devices or ""), address,
+                                          gpus_per_run, force))
+    data_dir = data_dir or default_data_dir()
+    with _exit_130_on_interrupt():
+        if executor == "local":
+            prepare_data(specs, data_dir, mirror)
+        outcomes = _run(plans, execution, fetching_loader(data_dir, mirror))
+    _summarise(outcomes, results, specs[0].name)
 
 
-def _run_all(plans: list, device: object, loader: object, force: bool) -> int:
-    """Run each plan, report skips and failures, keep going after a failed run; returns the number failed."""
-    from clbench.cli.progress import RichObserver
-    from clbench.engine import execute
-    from clbench.errors import ClbenchError
+def reference_methods() -> list[str]:
+    """The approaches that are references of the forgetting ratio (joint, random)."""
+    from clbench.approaches import REGISTRY
 
+    return sorted(name for name, cls in REGISTRY.items() if cls.is_reference)
+
+
+def grid_override_sets(overrides: list[str], grid: list[str]) -> list[list[str]]:
+    """The `--set` overrides, extended by each combination of the `--grid` values (one set without a grid)."""
+    if not grid:
+        return [list(overrides)]
+    from clbench.grid import expand_grid
+
+    return [[*overrides, *combination] for combination in expand_grid(grid)]
+
+
+def _run(plans: list[RunPlan], execution: Execution, loader: DatasetLoader) -> list[RunOutcome]:
+    from clbench.cli.progress import RunsOverview
+    from clbench.scheduler import run_plans
+
+    with RunsOverview(console(), len(plans)) as overview:
+        return run_plans(plans, execution, loader, overview)
+
+
+@contextmanager
+def _exit_130_on_interrupt() -> Iterator[None]:
+    """Turn Ctrl-C into a message and exit code 130; unfinished runs keep their checkpoints."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        console(stderr=True).print("[bold red]interrupted:[/] unfinished runs are marked `interrupted` and keep "
+                                   "their checkpoints; the same command resumes them")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _summarise(outcomes: list[RunOutcome], results: Path, benchmark: str) -> None:
+    """One line of counts, the results folder; exit code 1 if a run failed, 130 if one was interrupted."""
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
     out = console()
-    failed = 0
-    with RichObserver(out, len(plans)) as observer:
-        for plan in plans:
-            try:
-                outcome = execute(plan, device=device, loader=loader, force=force, observer=observer)
-            except ClbenchError:
-                raise
-            except Exception as error:  # a failed run is reported and does not stop the others
-                failed += 1
-                out.print(f"[red]failed[/] {plan.run_id}: {type(error).__name__}: {error} "
-                          f"(details in {plan.run_dir / 'run.json'})")
-            else:
-                if outcome.status == "skipped":
-                    out.print(f"[yellow]skipped[/] {plan.run_id}: already finished ({plan.run_dir}); "
-                              f"use --force to re-run")
-            observer.run_done()
-    return failed
+    out.print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no runs")
+    out.print(f"results in {results}; make the table with `clbench report {benchmark} --results {results}`")
+    if "interrupted" in counts:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if any(not outcome.succeeded for outcome in outcomes):
+        raise typer.Exit(EXIT_FAILED)

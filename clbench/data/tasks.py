@@ -51,7 +51,8 @@ class InputTransform:
         if self.permutations is None:
             return x
         permutation = self.permutations[task]  # (D,) or (B, D)
-        return x[:, permutation] if permutation.dim() == 1 else x.gather(1, permutation)
+        # index_select: the same gather as x[:, permutation], several times faster on CPU
+        return x.index_select(1, permutation) if permutation.dim() == 1 else x.gather(1, permutation)
 
     def to(self, device: torch.device) -> InputTransform:
         permutations = None if self.permutations is None else self.permutations.to(device)
@@ -72,10 +73,11 @@ class LabelledData:
         return int(self.labels.shape[0])
 
     def batch(self, indices: torch.Tensor | slice) -> Batch:
-        images, labels = self.images[indices], self.labels[indices]
+        """The samples at `indices`: a slice (views) or a 1-D index tensor on the data's device (gathered)."""
+        images, labels = _take(self.images, indices), _take(self.labels, indices)
         if self.task >= 0:
             return Batch(self.transform(images, self.task), labels, self.task)
-        task_ids = self.task_ids[indices]
+        task_ids = _take(self.task_ids, indices)
         return Batch(self.transform(images, task_ids), labels, -1, task_ids)
 
     def batches(self, batch_size: int) -> list[slice]:
@@ -89,6 +91,11 @@ class LabelledData:
             torch.cat([p.images for p in parts]), torch.cat([p.labels for p in parts]),
             torch.cat([p.task_ids for p in parts]), parts[0].transform, -1,
         )
+
+
+def _take(tensor: torch.Tensor, indices: torch.Tensor | slice) -> torch.Tensor:
+    """tensor[indices] along dim 0; index tensors go through index_select (on CPU ~10x faster than [])."""
+    return tensor[indices] if isinstance(indices, slice) else tensor.index_select(0, indices)
 
 
 @dataclass(frozen=True)
@@ -206,11 +213,16 @@ def task_order(n_tasks: int, shuffle: bool, seed: int) -> list[int]:
     return list(numpy_generator(seed, "task-order").permutation(n_tasks)) if shuffle else list(range(n_tasks))
 
 
-def build_tasks(spec: DataSpec, seed: int, load: DatasetLoader, device: torch.device | str = "cpu") -> TaskSequence:
-    """Build the seeded task sequence: order, validation split, subsamples, tensors on `device`."""
+def build_tasks(spec: DataSpec, seed: int, load: DatasetLoader, device: torch.device | str = "cpu",
+                max_tasks: int | None = None) -> TaskSequence:
+    """Build the seeded task sequence: order, validation split, subsamples, tensors on `device`.
+
+    `max_tasks` keeps only the first tasks of the seeded order (`clbench bench` needs two); they are the same
+    tensors as in the full sequence, since every seeded stream is consumed task by task in that order.
+    """
     raws = raw_tasks(spec, seed, load)
     order = task_order(len(raws), spec.shuffle_tasks, seed)
-    raws = [raws[i] for i in order]
+    raws = [raws[i] for i in order][:max_tasks]
     flatten = spec.form == "mnist28"
     transform = _transform(raws, flatten).to(torch.device(device))
     split_rng = numpy_generator(seed, "validation-split")

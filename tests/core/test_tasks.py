@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from synthetic import synthetic_loader, tiny_spec
 
-from clbench.data.tasks import build_tasks, stratified_subsample, validation_split
+from clbench.data.tasks import build_tasks, stratified_subsample, task_order, validation_split
 from clbench.spec import DataSpec
 
 
@@ -62,3 +62,30 @@ def test_same_seed_same_tasks_other_seed_other_tasks() -> None:
 def test_validation_split_function_partitions() -> None:
     train, valid = validation_split(100, 0.15, np.random.default_rng(0))
     assert len(valid) == 15 and sorted(np.concatenate([train, valid]).tolist()) == list(range(100))
+
+
+def test_incremental_cifar_builds_ten_seeded_class_blocks() -> None:
+    from synthetic import synthetic_dataset
+
+    from clbench.spec import load_benchmark
+
+    def load(name: str, form: str):  # type: ignore[no-untyped-def]
+        classes = {"cifar10": 10, "cifar100": 100}[name]
+        return synthetic_dataset(name, classes, 2000, 400, (3, 32, 32), seed=classes)
+
+    spec = load_benchmark("cifar-incremental").data
+    tasks = build_tasks(spec, 0, load)
+    assert len(tasks) == 10 and sorted(tasks.head_sizes) == [2] * 5 + [20] * 5
+    assert {"cifar10:0-1", "cifar10:8-9", "cifar100:0-19", "cifar100:80-99"} <= set(tasks.names)
+    assert tasks.names != tuple(sorted(tasks.names))  # seeded order, not the canonical one
+    assert build_tasks(spec, 1, load).names != tasks.names
+    for task in tasks.tasks:
+        assert int(task.train.labels.max()) == task.n_classes - 1 and task.train.images.shape[1:] == (3, 32, 32)
+
+
+def test_mixture8_orders_its_eight_data_sets_by_seed() -> None:
+    from clbench.spec import load_benchmark
+
+    spec = load_benchmark("mixture8").data
+    orders = {tuple(spec.datasets[i] for i in task_order(8, True, seed)) for seed in range(5)}
+    assert all(sorted(order) == sorted(spec.datasets) for order in orders) and len(orders) == 5

@@ -1,0 +1,259 @@
+"""Figures from report objects, as PNG and PDF: the paper's forgetting curves and HAT's monitoring figures.
+
+matplotlib through its object API on an Agg canvas (no pyplot, no global backend or style change), imported
+only by `clbench report --plot`. Every function takes what `clbench.report` built and returns the files it
+wrote, `<directory>/<benchmark>-<figure>[-<config>].png` and `.pdf`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+
+from clbench.report import Cell, HatMonitoring, HatReport, Report, Sensitivity
+
+log = logging.getLogger(__name__)
+
+# matplotlib's tab10 then the lighter half of tab20: the curve colour of the i-th table row.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
+           "#dbdb8d", "#9edae5")
+FORMATS = ("png", "pdf")
+DPI = 150
+MAX_HAT_CONFIGS = 8
+MAX_CURVES = 12
+
+
+def colours(labels: Sequence[str]) -> dict[str, str]:
+    """The colour of every label, in order (the palette repeats after 20)."""
+    return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)}
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a label: `hat (c=0.1, smax=25)` -> `hat-c=0.1-smax=25`."""
+    return re.sub(r"[^A-Za-z0-9.=+-]+", "-", text).strip("-") or "figure"
+
+
+def save(figure: Figure, directory: Path, stem: str) -> list[Path]:
+    """Write `figure` as `<directory>/<stem>.png` and `.pdf`; returns the paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(figure)
+    paths = []
+    for suffix in FORMATS:
+        path = directory / f"{stem}.{suffix}"
+        figure.savefig(path, dpi=DPI, bbox_inches="tight")
+        paths.append(path)
+    return paths
+
+
+def _axes(width: float = 6.4, height: float = 4.0) -> tuple[Figure, Axes]:
+    figure = Figure(figsize=(width, height))
+    return figure, figure.add_subplot()
+
+
+# ---------------------------------------------------------------------------------------------- curves
+
+def curve_rows(report: Report, max_curves: int = MAX_CURVES) -> list[tuple[str, list[Cell]]]:
+    """The rows to draw: all of them, or, past `max_curves` (a hyper-parameter grid), one per method.
+
+    A method's row is then its config with the most seeds (ties: the best last-stage value).
+    """
+    if len(report.rows) <= max_curves:
+        return list(report.rows)
+    best: dict[str, tuple[str, list[Cell]]] = {}
+    for label, cells in report.rows:  # sorted by the last stage, best last
+        method = label.split(" (", 1)[0]
+        kept = best.get(method)
+        if kept is None or len(report.seeds.get(label, [])) >= len(report.seeds.get(kept[0], [])):
+            best[method] = (label, cells)
+    chosen = {label for label, _ in best.values()}
+    log.warning("%d rows: the figure draws one config per method (%d curves)", len(report.rows), len(chosen))
+    return [row for row in report.rows if row[0] in chosen][-max_curves:]
+
+
+def plot_curves(report: Report, directory: Path, ci: bool = False) -> list[Path]:
+    """rho^{<=t} (or A^{<=t}) against t for every row of `report`, with a band of +- std (or the 95% CI).
+
+    The paper's forgetting-curve figure (see `curve_rows` for grids); nothing is written for an empty report.
+    """
+    if not report.rows:
+        return []
+    rows = curve_rows(report)
+    figure, axes = _axes(7.0, 4.2)
+    palette = colours([label for label, _ in rows])
+    stages = np.array(report.stages, dtype=float)
+    scale = 100.0 if report.metric == "accuracy" else 1.0
+    for label, cells in rows:
+        mean = np.array([cell.mean for cell in cells]) * scale
+        spread = np.array([cell.half_width if ci else cell.std for cell in cells]) * scale
+        spread = np.nan_to_num(spread)
+        axes.fill_between(stages, mean - spread, mean + spread, color=palette[label], alpha=0.15, linewidth=0)
+        axes.plot(stages, mean, color=palette[label], marker="o", linewidth=2.2, label=label)
+    symbol = r"$\rho^{\leq t}$" if report.metric == "forgetting-ratio" else r"$A^{\leq t}$ [%]"
+    axes.set_xlabel("t (tasks learned)")
+    axes.set_ylabel(symbol)
+    axes.set_xticks(stages)
+    band = "95% CI" if ci else "± std"
+    axes.set_title(f"{report.benchmark}: {symbol} (mean, band {band} over seeds)", fontsize=10)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return save(figure, directory, f"{report.benchmark}-{report.metric}")
+
+
+# ---------------------------------------------------------------------------------------------- HAT
+
+def plot_hat(report: HatReport, directory: Path, max_configs: int = MAX_HAT_CONFIGS) -> list[Path]:
+    """Capacity, layer use, weight reuse and attention figures per HAT config, and the sensitivity heat map.
+
+    With more than `max_configs` configs (a hyper-parameter grid), only the `max_configs` with the most
+    seeds get the per-config figures.
+    """
+    configs = sorted(report.configs, key=lambda config: (-len(config.seeds), config.label))
+    if len(configs) > max_configs:
+        log.warning("%d HAT configs: monitoring figures for the %d with the most seeds only", len(configs),
+                    max_configs)
+    paths: list[Path] = []
+    for config in configs[:max_configs]:
+        stem = f"{report.benchmark}-{slug(config.label)}"
+        paths += plot_capacity(config, directory, f"{stem}-capacity")
+        paths += plot_layer_use(config, directory, f"{stem}-layers")
+        if not config.reuse.empty:
+            paths += plot_reuse(config, directory, f"{stem}-reuse")
+        if config.masks_file is not None:
+            paths += plot_attention(config, directory, f"{stem}-attention")
+    if report.sensitivity is not None:
+        paths += plot_sensitivity(report.sensitivity, directory, f"{report.benchmark}-hat-sensitivity")
+    return paths
+
+
+def _capacity_series(config: HatMonitoring, mask: str, layer: str) -> tuple[np.ndarray, np.ndarray]:
+    part = config.capacity[(config.capacity["mask"] == mask) & (config.capacity["layer"] == layer)]
+    part = part.sort_values("stage")
+    return part["stage"].to_numpy(float), 100.0 * part["mean"].to_numpy(float)
+
+
+def plot_capacity(config: HatMonitoring, directory: Path, stem: str) -> list[Path]:
+    """Network capacity used after every task (the paper's capacity figure; dashed lines: task switches)."""
+    figure, axes = _axes()
+    stages, cumulative = _capacity_series(config, "cumulative", "total")
+    _, own = _capacity_series(config, "task", "total")
+    axes.plot(stages, cumulative, color=PALETTE[0], marker="o", linewidth=2.2, label=r"$a^{\leq t}$: all tasks so far")
+    axes.plot(stages, own, color=PALETTE[1], marker="s", linewidth=1.5, label=r"$a^t$: task $t$ alone")
+    for switch in stages[:-1]:
+        axes.axvline(switch + 0.5, color="grey", linestyle="--", linewidth=0.8)
+    axes.set_xticks(stages)
+    axes.set_xlabel("task t")
+    axes.set_ylabel("weights used [%]")
+    axes.set_ylim(0, max(5.0, float(np.nanmax(cumulative)) * 1.1) if len(cumulative) else 100)
+    axes.set_title(f"{config.label}: network capacity used ({_seeds_text(config)})", fontsize=10)
+    axes.legend(fontsize=8, frameon=False)
+    return save(figure, directory, stem)
+
+
+def plot_layer_use(config: HatMonitoring, directory: Path, stem: str) -> list[Path]:
+    """Weights used per layer: lines with the cumulative attention of past tasks, bars without (task t alone)."""
+    figure, axes = _axes(7.0, 4.0)
+    layers = [layer for layer in config.layers if layer != "total"]
+    width = 0.8 / max(1, len(layers))
+    for i, layer in enumerate(layers):
+        colour = PALETTE[i % len(PALETTE)]
+        stages, cumulative = _capacity_series(config, "cumulative", layer)
+        own_stages, own = _capacity_series(config, "task", layer)
+        axes.bar(own_stages - 0.4 + width * (i + 0.5), own, width=width, color=colour, alpha=0.45)
+        axes.plot(stages, cumulative, color=colour, marker="o", linewidth=2.0, label=layer)
+    axes.set_xticks(sorted(set(config.capacity["stage"].astype(int))))
+    axes.set_xlabel("task t")
+    axes.set_ylabel("weights used [%]")
+    masks = r"lines $a^{\leq t}$, bars $a^t$"
+    axes.set_title(f"{config.label}: layer use, {masks} ({_seeds_text(config)})", fontsize=10)
+    axes.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return save(figure, directory, stem)
+
+
+def reuse_matrix(config: HatMonitoring) -> np.ndarray:
+    """(T-1, T-1) percentages: row i (task 1..T-1), column j (task 2..T); NaN where j <= i."""
+    size = int(config.reuse["later_task"].max())
+    matrix = np.full((size - 1, size - 1), np.nan)
+    for task, later, mean in zip(config.reuse["task"], config.reuse["later_task"], config.reuse["mean"]):
+        matrix[int(task) - 1, int(later) - 2] = 100.0 * float(mean)
+    return matrix
+
+
+def plot_reuse(config: HatMonitoring, directory: Path, stem: str) -> list[Path]:
+    """The weight-reuse heat map: % of task i's weights that task j > i also uses."""
+    matrix = reuse_matrix(config)
+    size = matrix.shape[0] + 1
+    figure, axes = _axes(1.2 + 0.6 * size, 0.9 + 0.55 * size)
+    image = axes.imshow(np.ma.masked_invalid(matrix), cmap="viridis", vmin=0, vmax=100)
+    _annotate(axes, image, matrix, "{:.0f}")
+    axes.set_xticks(range(size - 1), [str(j) for j in range(2, size + 1)])
+    axes.set_yticks(range(size - 1), [str(i) for i in range(1, size)])
+    axes.set_xlabel("later task j")
+    axes.set_ylabel("task i")
+    axes.set_title(f"{config.label}: weight reuse [%]", fontsize=10)
+    figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04)
+    return save(figure, directory, stem)
+
+
+def plot_attention(config: HatMonitoring, directory: Path, stem: str) -> list[Path]:
+    """The attention a^t of every gated unit (rows: tasks, one panel per layer) of the config's first seed."""
+    assert config.masks_file is not None
+    masks = pd.read_parquet(config.masks_file, columns=["task", "layer", "unit", "attention"])
+    layers = list(dict.fromkeys(masks["layer"]))
+    figure = Figure(figsize=(7.0, 1.0 + 1.1 * len(layers)))
+    for index, layer in enumerate(layers, 1):
+        axes = figure.add_subplot(len(layers), 1, index)
+        part = masks[masks["layer"] == layer]
+        table = part.pivot_table(index="task", columns="unit", values="attention", aggfunc="mean")
+        image = axes.imshow(table.to_numpy(float), aspect="auto", cmap="magma", vmin=0, vmax=1,
+                            interpolation="nearest")
+        axes.set_yticks(range(len(table.index)), [str(task) for task in table.index], fontsize=7)
+        axes.set_ylabel(layer, fontsize=8)
+        axes.set_xticks([])
+    figure.suptitle(f"{config.label}: attention " r"$a^t$" f" per unit (seed {config.seeds[0]})", fontsize=10)
+    figure.colorbar(image, ax=figure.axes, fraction=0.03, pad=0.02)
+    return save(figure, directory, stem)
+
+
+def plot_sensitivity(sensitivity: Sensitivity, directory: Path, stem: str) -> list[Path]:
+    """The heat map of rho^{<=T} over smax (rows) x c (columns) on one seed (the paper's hyper-parameter figure)."""
+    values = sensitivity.values
+    figure, axes = _axes(1.6 + 0.7 * len(sensitivity.c), 1.2 + 0.45 * len(sensitivity.smax))
+    finite = values[np.isfinite(values)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (-1.0, 0.0)
+    image = axes.imshow(np.ma.masked_invalid(values), cmap="RdYlGn", vmin=min(low, -0.01), vmax=max(high, 0.0),
+                        aspect="auto")
+    _annotate(axes, image, values, "{:.2f}")
+    axes.set_xticks(range(len(sensitivity.c)), [f"{c:g}" for c in sensitivity.c])
+    axes.set_yticks(range(len(sensitivity.smax)), [f"{s:g}" for s in sensitivity.smax])
+    axes.set_xlabel("c")
+    axes.set_ylabel("smax")
+    axes.set_title(rf"hat: $\rho^{{\leq {sensitivity.stage}}}$ (seed {sensitivity.seed})", fontsize=10)
+    figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04)
+    return save(figure, directory, stem)
+
+
+def _annotate(axes: Axes, image: AxesImage, values: np.ndarray, template: str) -> None:
+    """Write every finite value on its heat-map cell, black on light colours and white on dark ones."""
+    for (row, column), value in np.ndenumerate(values):
+        if math.isfinite(value):
+            red, green, blue, _ = image.cmap(image.norm(value))
+            light = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5
+            axes.text(column, row, template.format(value), ha="center", va="center", fontsize=7,
+                      color="black" if light else "white")
+
+
+def _seeds_text(config: HatMonitoring) -> str:
+    count = len(config.seeds)
+    return f"mean over {count} seeds" if count > 1 else f"seed {config.seeds[0]}"
