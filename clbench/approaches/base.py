@@ -293,28 +293,32 @@ class Approach:
 
     def evaluate_validation(self, data: LabelledData, stage: int) -> Evaluation:
         """Validation loss (with penalty) and accuracy, without autograd."""
-        self.network.eval()
-        loss_sum = torch.zeros((), device=self.device)
-        correct = torch.zeros((), device=self.device, dtype=torch.long)
-        with torch.inference_mode(), self.autocast():
-            for chunk in data.batches(self.training_protocol.eval_batch_size):
-                loss, right = self.validation_loss(data.batch(chunk), stage)
-                loss_sum += loss
-                correct += right
-        n = max(1, len(data))
-        return Evaluation(float(loss_sum) / n, float(correct) / n, len(data))
+        return self.sum_over_batches(data, lambda batch: self.validation_loss(batch, stage))
 
     def evaluate(self, data: LabelledData, task: int) -> Evaluation:
         """Test cross-entropy and accuracy of task `task`'s head on `data`, without autograd."""
+        return self.sum_over_batches(data, lambda batch: self.test_loss(batch, task))
+
+    def test_loss(self, batch: Batch, task: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(summed cross-entropy, number correct) of task `task`'s head on a test batch."""
+        logits = self.predict(batch.inputs, task)
+        correct = (logits.argmax(1) == batch.targets).sum()
+        return functional.cross_entropy(logits, batch.targets, reduction="sum"), correct
+
+    def sum_over_batches(self, data: LabelledData,
+                         measure: Callable[[Batch], tuple[torch.Tensor, torch.Tensor]]) -> Evaluation:
+        """Mean loss and accuracy of `measure` over `data` in large batches (eval mode, inference mode).
+
+        Sums stay on the device; one host sync at the end.
+        """
         self.network.eval()
         loss_sum = torch.zeros((), device=self.device)
         correct = torch.zeros((), device=self.device, dtype=torch.long)
         with torch.inference_mode(), self.autocast():
             for chunk in data.batches(self.training_protocol.eval_batch_size):
-                batch = data.batch(chunk)
-                logits = self.predict(batch.inputs, task)
-                loss_sum += functional.cross_entropy(logits, batch.targets, reduction="sum")
-                correct += (logits.argmax(1) == batch.targets).sum()
+                loss, right = measure(data.batch(chunk))
+                loss_sum += loss.float()
+                correct += right
         n = max(1, len(data))
         return Evaluation(float(loss_sum) / n, float(correct) / n, len(data))
 
