@@ -6,6 +6,7 @@ Runs are resumed after their last finished task, locked while they run, and exec
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,13 +110,23 @@ def _run(plans: list[RunPlan], execution: Execution, loader: DatasetLoader) -> l
 
 @contextmanager
 def _exit_130_on_interrupt() -> Iterator[None]:
-    """Turn Ctrl-C into a message and exit code 130; unfinished runs keep their checkpoints."""
+    """Turn Ctrl-C (or SIGTERM, as a cluster pre-emption sends) into a message and exit code 130.
+
+    Unfinished runs are marked `interrupted` and keep their checkpoints.
+    """
+    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
         yield
     except KeyboardInterrupt:
         console(stderr=True).print("[bold red]interrupted:[/] unfinished runs are marked `interrupted` and keep "
                                    "their checkpoints; the same command resumes them")
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _summarise(outcomes: list[RunOutcome], results: Path, benchmark: str) -> None:

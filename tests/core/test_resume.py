@@ -214,6 +214,7 @@ def stop_child_in_task_2(arguments: list[str], run_root: Path, how: signal.Signa
 
 
 @pytest.mark.parametrize(("method", "how"), [("sgd", signal.SIGKILL), ("ewc", signal.SIGINT),
+                                             ("sgd", signal.SIGTERM),
                                              pytest.param("hat", signal.SIGKILL, marks=pytest.mark.slow)])
 def test_train_stopped_in_task_2_resumes_with_the_uninterrupted_numbers(
         method: str, how: signal.Signals, tmp_path: Path, synthetic_cli: None) -> None:
@@ -225,7 +226,7 @@ def test_train_stopped_in_task_2_resumes_with_the_uninterrupted_numbers(
     [run_dir] = (stopped / "tiny" / method).glob("*/seed-0")
     info = read_run_file(run_dir)
     assert not (run_dir / "accuracy.parquet").exists() and not checkpoint_path(run_dir, 1).exists()
-    if how == signal.SIGINT:
+    if how in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a cluster's pre-emption
         assert exit_code == 130 and info["status"] == "interrupted"
         assert not list(stopped.rglob("*.tmp"))
     else:
