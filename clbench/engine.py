@@ -33,6 +33,7 @@ from clbench.locking import held_lock, lock_holder
 from clbench.nets import parameter_count
 from clbench.results import (
     ACCURACY_FILE,
+    EVALUATION_FILE,
     RUN_FILE,
     SCHEMA_VERSION,
     accuracy_frame,
@@ -226,7 +227,7 @@ def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force
 
 def discard_progress(run_dir: Path) -> None:
     """Forget a run's accuracies, evaluations and checkpoints (`--force`), so no stale stage is resumed."""
-    for name in (ACCURACY_FILE, "evaluation.parquet"):
+    for name in (ACCURACY_FILE, EVALUATION_FILE):
         (run_dir / name).unlink(missing_ok=True)
     for path in (run_dir / "checkpoints").glob("stage-*.pt"):
         path.unlink()
@@ -253,10 +254,7 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader,
                                              "error": f"{type(error).__name__}: {error}",
                                              "traceback": traceback.format_exc()})
         raise
-    finished = utc_now()
-    for row in rows:
-        row["finished_utc"] = finished
-    write_parquet(plan.run_dir / ACCURACY_FILE, accuracy_frame(rows), {"run_id": plan.run_id})
+    finished = _write_rows(plan, ACCURACY_FILE, rows)
     seconds = time.perf_counter() - start
     write_json(plan.run_dir / RUN_FILE, {**header, "status": "complete", "finished_utc": finished,
                                          "seconds": seconds})
@@ -305,12 +303,21 @@ def evaluate_stage(approach: Approach, tasks: TaskSequence, stage: int) -> list[
     return results
 
 
-def _evaluate_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int, task_log: TaskLog,
+def _evaluate_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int, task_log: TaskLog | None,
                     header: dict[str, Any]) -> list[dict[str, Any]]:
     evaluations = evaluate_stage(approach, tasks, stage)
     eval_seconds = sum(result[3] for result in evaluations)
     return [accuracy_row(plan, header, stage, task, tasks[task].name, accuracy, loss, n, task_log, eval_seconds)
             for task, (accuracy, loss, n, _) in enumerate(evaluations)]
+
+
+def _write_rows(plan: RunPlan, file_name: str, rows: list[dict[str, Any]]) -> str:
+    """Stamp the rows with the finishing time and write them atomically to the run folder; returns the time."""
+    finished = utc_now()
+    for row in rows:
+        row["finished_utc"] = finished
+    write_parquet(plan.run_dir / file_name, accuracy_frame(rows), {"run_id": plan.run_id})
+    return finished
 
 
 def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, task_name: str, accuracy: float,
@@ -413,14 +420,8 @@ def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader) ->
         if not checkpoint_path(plan.run_dir, stage).is_file():
             break
         approach.load_state(load_checkpoint(plan.run_dir, stage)["approach"])
-        evaluations = evaluate_stage(approach, tasks, stage)
-        seconds = sum(result[3] for result in evaluations)
-        rows.extend(accuracy_row(plan, header, stage, task, tasks[task].name, acc, loss, n, None, seconds)
-                    for task, (acc, loss, n, _) in enumerate(evaluations))
+        rows.extend(_evaluate_stage(plan, approach, tasks, stage, None, header))
     if not rows:
         raise ClbenchError(f"no checkpoint in {plan.run_dir / 'checkpoints'}: train the run first")
-    finished = utc_now()
-    for row in rows:
-        row["finished_utc"] = finished
-    write_parquet(plan.run_dir / "evaluation.parquet", accuracy_frame(rows), {"run_id": plan.run_id})
+    _write_rows(plan, EVALUATION_FILE, rows)
     return rows

@@ -16,10 +16,29 @@ def accuracy_matrix(rows: pd.DataFrame) -> np.ndarray:
 
     T is the largest stage; missing entries (and the upper triangle) are NaN.
     """
-    size = int(max(rows["stage"].max(), rows["task"].max()))
-    matrix = np.full((size, size), np.nan)
-    matrix[rows["stage"].to_numpy(int) - 1, rows["task"].to_numpy(int) - 1] = rows["accuracy"].to_numpy(float)
-    return matrix
+    return next(iter(accuracy_matrices(rows.assign(run_id="run")).values()))
+
+
+def accuracy_matrices(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The T x T accuracy matrix of every run in `frame` (long rows: run_id, stage, task, accuracy), by run id.
+
+    One vectorised assignment for all runs; T is each run's largest stage or task, missing entries are NaN.
+    """
+    if frame.empty:
+        return {}
+    codes, run_ids = pd.factorize(frame["run_id"], sort=True)
+    stages, tasks = frame["stage"].to_numpy(int), frame["task"].to_numpy(int)
+    size = int(max(stages.max(), tasks.max()))
+    cube = np.full((len(run_ids), size, size), np.nan)
+    cube[codes, stages - 1, tasks - 1] = frame["accuracy"].to_numpy(float)
+    sizes = np.zeros(len(run_ids), dtype=int)
+    np.maximum.at(sizes, codes, np.maximum(stages, tasks))
+    return {run_id: cube[i, : sizes[i], : sizes[i]] for i, run_id in enumerate(run_ids)}
+
+
+def run_matrices(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The accuracy matrix of every run in `frame`, by run id (see `accuracy_matrices`)."""
+    return accuracy_matrices(frame)
 
 
 def is_complete_matrix(matrix: np.ndarray) -> bool:

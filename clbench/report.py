@@ -244,7 +244,7 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     runs["folder"] = [str(root / benchmark / run_id.split("/", 1)[-1]) for run_id in runs.index]
     files = {run_id: folders.get(Path(folder), set()) for run_id, folder in zip(runs.index, runs["folder"])}
     info = runs.to_dict("index")
-    return Results(root, benchmark, frame, runs, accuracy_matrices(frame), incomplete, files, info)
+    return Results(root, benchmark, frame, runs, metrics.accuracy_matrices(frame), incomplete, files, info)
 
 
 def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> None:
@@ -260,28 +260,6 @@ def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> N
 def _incomplete_run(folder: Path) -> dict[str, Any]:
     info = json.loads((folder / RUN_FILE).read_text())
     return {key: info.get(key) for key in ("run_id", "status", "error", "method", "seed")}
-
-
-def accuracy_matrices(frame: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The T x T accuracy matrix of every run in `frame` (long rows: run_id, stage, task, accuracy), by run id.
-
-    One vectorised assignment for all runs; T is each run's largest stage or task, missing entries are NaN.
-    """
-    if frame.empty:
-        return {}
-    codes, run_ids = pd.factorize(frame["run_id"], sort=True)
-    stages, tasks = frame["stage"].to_numpy(int), frame["task"].to_numpy(int)
-    size = int(max(stages.max(), tasks.max()))
-    cube = np.full((len(run_ids), size, size), np.nan)
-    cube[codes, stages - 1, tasks - 1] = frame["accuracy"].to_numpy(float)
-    sizes = np.zeros(len(run_ids), dtype=int)
-    np.maximum.at(sizes, codes, np.maximum(stages, tasks))
-    return {run_id: cube[i, : sizes[i], : sizes[i]] for i, run_id in enumerate(run_ids)}
-
-
-def run_matrices(frame: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The accuracy matrix of every run in `frame`, by run id (see `accuracy_matrices`)."""
-    return accuracy_matrices(frame)
 
 
 # ---------------------------------------------------------------------------------------------- labels

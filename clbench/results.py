@@ -27,6 +27,7 @@ from clbench.errors import ResultsError
 
 SCHEMA_VERSION = 1
 ACCURACY_FILE = "accuracy.parquet"
+EVALUATION_FILE = "evaluation.parquet"  # `clbench evaluate`: the same schema, recomputed from checkpoints
 RUN_FILE = "run.json"
 
 IDENTITY_COLUMNS = ["run_id", "benchmark", "variant", "method", "seed", "config_hash", "data_hash"]
@@ -129,33 +130,3 @@ def check_schema(frame: pd.DataFrame, path: Path) -> None:
             f"({clbench.__version__}) reads (it reads {SCHEMA_VERSION}); use the clbench version that wrote it, "
             f"or re-run the experiment"
         )
-
-
-def load_accuracies(results_dir: Path, benchmark: str | None = None) -> pd.DataFrame:
-    """Every finished run's accuracy rows under `results_dir` (optionally one benchmark), schema-checked."""
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise ResultsError(f"results folder {root} does not exist; run `clbench train ... --results {root}` first")
-    pattern = f"{benchmark}/**/{ACCURACY_FILE}" if benchmark else f"**/{ACCURACY_FILE}"
-    paths = sorted(root.glob(pattern))
-    frames = []
-    for path in paths:
-        frame = pd.read_parquet(path)
-        check_schema(frame, path)
-        frames.append(frame)
-    if not frames:
-        return pd.DataFrame(columns=COLUMNS)
-    return pd.concat(frames, ignore_index=True)
-
-
-def incomplete_runs(results_dir: Path, benchmark: str | None = None) -> list[dict[str, Any]]:
-    """Runs that started but have no accuracy file (still running, failed or killed), from their run.json."""
-    root = Path(results_dir)
-    pattern = f"{benchmark}/**/{RUN_FILE}" if benchmark else f"**/{RUN_FILE}"
-    found = []
-    for path in sorted(root.glob(pattern)):
-        if not (path.parent / ACCURACY_FILE).is_file():
-            info = json.loads(path.read_text())
-            found.append({"run_id": info.get("run_id"), "status": info.get("status"), "error": info.get("error"),
-                          "method": info.get("method"), "seed": info.get("seed"), "path": str(path.parent)})
-    return found

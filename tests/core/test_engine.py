@@ -11,7 +11,8 @@ from synthetic import synthetic_loader, tiny_spec
 
 from clbench.engine import execute, load_checkpoint, plan_runs, reevaluate
 from clbench.errors import ResultsError
-from clbench.results import COLUMNS, SCHEMA_VERSION, load_accuracies, read_run_file
+from clbench.report import load_results
+from clbench.results import COLUMNS, SCHEMA_VERSION, read_run_file
 
 CPU = torch.device("cpu")
 
@@ -99,4 +100,4 @@ def test_loader_refuses_unknown_schema(tmp_path: Path) -> None:
     frame["schema_version"] = 99
     frame.to_parquet(path)
     with pytest.raises(ResultsError, match="schema version"):
-        load_accuracies(tmp_path)
+        load_results(tmp_path, "tiny")
