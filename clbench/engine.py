@@ -157,6 +157,9 @@ def resolve_device(name: str) -> torch.device:
         raise ClbenchError(f"--device {name!r} is not a device: use auto, cpu, cuda or cuda:N") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ClbenchError(f"--device {name}: CUDA is not available on this machine; use --device cpu or auto")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise ClbenchError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                           f"numbered from 0")
     return device
 
 

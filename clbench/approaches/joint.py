@@ -66,4 +66,5 @@ class Joint(Approach):
         return {"initial_weights": self.initial_weights}
 
     def load_extra_state(self, state: dict[str, object]) -> None:
-        self.initial_weights = state["initial_weights"]  # type: ignore[assignment]
+        weights: dict[str, torch.Tensor] = state["initial_weights"]  # type: ignore[assignment]
+        self.initial_weights = {name: value.to(self.device) for name, value in weights.items()}

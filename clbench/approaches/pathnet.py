@@ -305,5 +305,5 @@ class PathNetApproach(Approach):
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         self.best_paths = {int(task): [list(layer) for layer in path] for task, path in state["best_paths"].items()}
-        self.initial_weights = state["initial_weights"]
+        self.initial_weights = {name: value.to(self.device) for name, value in state["initial_weights"].items()}
         self.evolution_generator.set_state(state["evolution_generator"])

@@ -101,3 +101,20 @@ def test_loader_refuses_unknown_schema(tmp_path: Path) -> None:
     frame.to_parquet(path)
     with pytest.raises(ResultsError, match="schema version"):
         load_results(tmp_path, "tiny")
+
+
+def test_resolve_device_names_the_bad_device_and_what_to_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clbench.engine import resolve_device
+    from clbench.errors import ClbenchError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == CPU and resolve_device("cpu") == CPU
+    with pytest.raises(ClbenchError, match="'gpu0' is not a device: use auto, cpu, cuda or cuda:N"):
+        resolve_device("gpu0")
+    with pytest.raises(ClbenchError, match="--device cuda: CUDA is not available.*--device cpu or auto"):
+        resolve_device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("auto") == torch.device("cuda") and resolve_device("cuda:1") == torch.device("cuda", 1)
+    with pytest.raises(ClbenchError, match=r"--device cuda:2: this machine has 2 CUDA device\(s\), numbered from 0"):
+        resolve_device("cuda:2")
