@@ -89,23 +89,51 @@ def cumulative_masks(new: Sequence[torch.Tensor], previous: Sequence[torch.Tenso
     return [torch.maximum(mask.detach(), old) for mask, old in zip(new, previous)]
 
 
+@dataclass(frozen=True)
+class RegulariserWeights:
+    """Eq. 5's terms that depend only on the earlier tasks' masks, computed once per task.
+
+    Attributes:
+        free: (sum_l N_l,) the capacity not yet used, 1 - a^{<t}, concatenated over the layers (all ones for
+            the first task, a^{<1} = 0).
+        inverse_total: 0-dim, 1 / sum(free), or 0 when earlier tasks already use every unit fully (then
+            nothing is left to regularise and R = 0).
+    """
+
+    free: torch.Tensor
+    inverse_total: torch.Tensor
+
+
+def regulariser_weights(previous: Sequence[torch.Tensor] | None, unit_counts: Sequence[int],
+                        device: torch.device | str = "cpu") -> RegulariserWeights:
+    """The weights of Eq. 5 for masks of `unit_counts` units per layer; `previous` None is a^{<1} = 0."""
+    if previous is None:
+        free = torch.ones(sum(unit_counts), device=device)
+    else:
+        free = 1.0 - torch.cat([old.detach() for old in previous]).to(device)
+    total = free.sum()  # constants (no gradient flows here): 1/0 = inf is discarded by the where
+    return RegulariserWeights(free, torch.where(total > 0, total.reciprocal(), torch.zeros_like(total)))
+
+
+def weighted_attention(masks: Sequence[torch.Tensor], weights: RegulariserWeights) -> torch.Tensor:
+    """R of Eq. 5 from precomputed `weights`: sum_l,i a^t_li free_li / sum_l,i free_li (0-dim).
+
+    Differentiable with respect to `masks`; no host-device synchronisation; three operations whatever the
+    number of layers.
+    """
+    return torch.dot(torch.cat(list(masks)), weights.free) * weights.inverse_total
+
+
 def attention_regulariser(masks: Sequence[torch.Tensor], previous: Sequence[torch.Tensor] | None) -> torch.Tensor:
     """The paper's Eq. 5: R = sum_l,i a^t_li (1 - a^{<t}_li) / sum_l,i (1 - a^{<t}_li).
 
     With `previous` None (the first task, a^{<1} = 0) this is the mean attention over all gated units. When
     earlier tasks already use every unit fully (the denominator is 0), R = 0: nothing is left to regularise.
-    Differentiable with respect to `masks`; no host-device synchronisation.
+    Differentiable with respect to `masks`. A training loop computes `regulariser_weights` once per task and
+    calls `weighted_attention` per batch.
     """
-    if previous is None:
-        total = sum(mask.sum() for mask in masks)
-        count = sum(mask.numel() for mask in masks)
-        return total / count
-    free = [1.0 - old for old in previous]  # (N_l,) each: capacity not yet used
-    numerator = sum((mask * weight).sum() for mask, weight in zip(masks, free))
-    denominator = sum(weight.sum() for weight in free)
-    positive = denominator > 0
-    safe = torch.where(positive, denominator, torch.ones_like(denominator))
-    return torch.where(positive, numerator / safe, torch.zeros_like(numerator))
+    weights = regulariser_weights(previous, [mask.numel() for mask in masks], masks[0].device)
+    return weighted_attention(masks, weights)
 
 
 def expand_input_mask(mask: torch.Tensor, repeat: int) -> torch.Tensor:

@@ -86,6 +86,8 @@ class Hat(Approach):
         self.multipliers: list[tuple[torch.Tensor, torch.Tensor]] = []  # (weight, bias) gradient factors
         self.schedule: torch.Tensor | None = None  # s per batch of the current epoch, (B,)
         self.step_scale: torch.Tensor | None = None  # s of the step in progress (0-dim)
+        self.unit_counts = self.network.unit_counts()
+        self.regulariser_weights = self.make_regulariser_weights()  # Eq. 5's terms of a^{<t}, once per task
 
     # ------------------------------------------------------------------ network and parameters
     def build_network(self) -> nn.Module:
@@ -107,9 +109,12 @@ class Hat(Approach):
             self.schedule = hat_functions.annealing_schedule(step.n_batches, self.hparams.smax, self.device)
         return self.schedule[step.batch]
 
+    def make_regulariser_weights(self) -> hat_functions.RegulariserWeights:
+        return hat_functions.regulariser_weights(self.cumulative, self.unit_counts, self.device)
+
     def regulariser(self, masks: list[torch.Tensor]) -> torch.Tensor:
         """c R(A^t, A^{<t}) (Eqs. 4-5)."""
-        return self.hparams.c * hat_functions.attention_regulariser(masks, self.cumulative)
+        return self.hparams.c * hat_functions.weighted_attention(masks, self.regulariser_weights)
 
     def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
         self.step_scale = self.scale(step)
@@ -128,23 +133,35 @@ class Hat(Approach):
 
     # ------------------------------------------------------------------ gradient conditioning
     def before_step(self, step: StepInfo) -> None:
-        """Mask the body's gradients by the cumulative attention; compensate the embedding gradients."""
+        """Mask the body's gradients by the cumulative attention; compensate the embedding gradients.
+
+        Each is one multi-tensor (`torch._foreach_mul_`) call over the layers rather than one call per tensor.
+        """
+        grads: list[torch.Tensor] = []
+        factors: list[torch.Tensor] = []
         if step.stage > 0:
             for module, (weight_factor, bias_factor) in zip(self.network.gated_modules(), self.multipliers):
-                if module.weight.grad is not None:
-                    module.weight.grad.mul_(weight_factor)
-                if module.bias is not None and module.bias.grad is not None:
-                    module.bias.grad.mul_(bias_factor)
-        assert self.step_scale is not None
-        for embedding in self.network.embedding_parameters(step.stage):
-            if embedding.grad is not None:
-                factor = hat_functions.compensation_factor(embedding.detach(), self.step_scale, self.hparams.smax)
-                embedding.grad.mul_(factor)
+                for parameter, factor in ((module.weight, weight_factor), (module.bias, bias_factor)):
+                    if parameter is not None and parameter.grad is not None:
+                        grads.append(parameter.grad)
+                        factors.append(factor)
+        embeddings = self.network.embedding_parameters(step.stage)
+        if all(embedding.grad is not None for embedding in embeddings):
+            assert self.step_scale is not None
+            with torch.no_grad():
+                compensation = hat_functions.compensation_factor(torch.cat(embeddings), self.step_scale,
+                                                                 self.hparams.smax)
+            grads += [embedding.grad for embedding in embeddings]  # type: ignore[misc]
+            factors += compensation.split(self.unit_counts)
+        if grads:
+            torch._foreach_mul_(grads, factors)
 
     def after_step(self, step: StepInfo) -> None:
+        """Keep the task's embeddings within [-6, 6] (two multi-tensor calls)."""
+        embeddings = self.network.embedding_parameters(step.stage)
         with torch.no_grad():
-            for embedding in self.network.embedding_parameters(step.stage):
-                embedding.clamp_(-hat_functions.EMBEDDING_CLAMP, hat_functions.EMBEDDING_CLAMP)
+            torch._foreach_clamp_min_(embeddings, -hat_functions.EMBEDDING_CLAMP)
+            torch._foreach_clamp_max_(embeddings, hat_functions.EMBEDDING_CLAMP)
 
     # ------------------------------------------------------------------ after a task
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
@@ -156,6 +173,7 @@ class Hat(Approach):
         self.task_masks.append(masks)
         self.cumulative = hat_functions.cumulative_masks(masks, self.cumulative)
         self.update_multipliers()
+        self.regulariser_weights = self.make_regulariser_weights()
 
     def update_multipliers(self) -> None:
         """Gradient factors (weight: 1 - min(a_out, a_in); bias: 1 - a_out) from the cumulative masks."""
@@ -174,6 +192,7 @@ class Hat(Approach):
         self.cumulative = [m.to(self.device) for m in cumulative] if cumulative else None
         self.task_masks = [[m.to(self.device) for m in masks] for masks in state.get("task_masks", [])]
         self.update_multipliers()
+        self.regulariser_weights = self.make_regulariser_weights()
 
     # ------------------------------------------------------------------ monitoring
     def monitoring(self, stage: int, tasks: TaskSequence) -> dict[str, list[dict[str, Any]]]:

@@ -187,6 +187,35 @@ def test_validation_loss_includes_the_regulariser() -> None:
     assert correct.item() == (logits.argmax(1) == batch.targets).sum().item()
 
 
+def test_the_regulariser_uses_the_cumulative_masks_of_the_tasks_learned_so_far() -> None:
+    """The weights of Eq. 5 are computed once per task: after each task (and after a restore) they must be
+    those of the new a^{<=t}, i.e. the training loss's R equals Eq. 5 computed from scratch."""
+    approach, tasks = tiny_hat("mlp", epochs=1)
+    for stage in range(2):
+        masks = approach.network.masks(stage, 3.0)
+        expected = hf.attention_regulariser(masks, approach.cumulative)
+        assert torch.equal(approach.regulariser(masks), approach.hparams.c * expected)
+        approach.learn_task(stage, tasks)
+    assert approach.cumulative is not None and float(approach.regulariser_weights.free.min()) < 1.0
+    restored, _ = tiny_hat("mlp", epochs=1)
+    restored.load_state(approach.state())
+    masks = approach.network.masks(2, 3.0)
+    assert torch.equal(restored.regulariser(masks), approach.regulariser(masks))
+    assert torch.equal(restored.regulariser(masks), approach.hparams.c * hf.attention_regulariser(
+        masks, approach.cumulative))
+
+
+@pytest.mark.parametrize("network", NETWORKS)
+def test_one_gate_over_all_layers_equals_a_gate_per_layer(network: str) -> None:
+    approach, _ = tiny_hat(network)
+    scale = torch.tensor(7.5)
+    embeddings = approach.network.embedding_parameters(1)
+    masks = approach.network.masks(1, scale)
+    assert [m.shape for m in masks] == [e.shape for e in embeddings]
+    # equal up to the last bit: a vectorised sigmoid rounds some elements differently from its scalar tail
+    assert all(torch.allclose(m, hf.gate(e, scale), rtol=1e-6, atol=0) for m, e in zip(masks, embeddings))
+
+
 def test_embedding_initialisation() -> None:
     approach, _ = tiny_hat("mlp", embedding_init="uniform", embedding_init_scale=3.0)
     values = torch.cat([e.detach() for task in approach.network.embeddings for e in task])
