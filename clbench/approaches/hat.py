@@ -135,26 +135,32 @@ class Hat(Approach):
     def before_step(self, step: StepInfo) -> None:
         """Mask the body's gradients by the cumulative attention; compensate the embedding gradients.
 
-        Each is one multi-tensor (`torch._foreach_mul_`) call over the layers rather than one call per tensor.
+        All of it is one multi-tensor multiply (`torch._foreach_mul_`) rather than one call per tensor.
         """
-        grads: list[torch.Tensor] = []
-        factors: list[torch.Tensor] = []
-        if step.stage > 0:
-            for module, (weight_factor, bias_factor) in zip(self.network.gated_modules(), self.multipliers):
-                for parameter, factor in ((module.weight, weight_factor), (module.bias, bias_factor)):
-                    if parameter is not None and parameter.grad is not None:
-                        grads.append(parameter.grad)
-                        factors.append(factor)
-        embeddings = self.network.embedding_parameters(step.stage)
-        if all(embedding.grad is not None for embedding in embeddings):
-            assert self.step_scale is not None
-            with torch.no_grad():
-                compensation = hat_functions.compensation_factor(torch.cat(embeddings), self.step_scale,
-                                                                 self.hparams.smax)
-            grads += [embedding.grad for embedding in embeddings]  # type: ignore[misc]
-            factors += compensation.split(self.unit_counts)
-        if grads:
-            torch._foreach_mul_(grads, factors)
+        pairs = [*self.gradient_masks(step.stage), *self.embedding_compensation(step.stage)]
+        if pairs:
+            grads, factors = zip(*pairs)
+            torch._foreach_mul_(list(grads), list(factors))
+
+    def gradient_masks(self, stage: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(gradient, factor) of every gated weight (1 - min(a_out, a_in), Eq. 2) and bias (1 - a_out);
+        none at the first task."""
+        if stage == 0:
+            return []
+        return [(parameter.grad, factor)
+                for module, factors in zip(self.network.gated_modules(), self.multipliers)
+                for parameter, factor in zip((module.weight, module.bias), factors)
+                if parameter is not None and parameter.grad is not None]
+
+    def embedding_compensation(self, stage: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(gradient, compensation factor) of each of the task's embeddings (Sec. 2.5)."""
+        embeddings = self.network.embedding_parameters(stage)
+        if any(embedding.grad is None for embedding in embeddings):
+            return []
+        assert self.step_scale is not None
+        with torch.no_grad():
+            factor = hat_functions.compensation_factor(torch.cat(embeddings), self.step_scale, self.hparams.smax)
+        return list(zip([embedding.grad for embedding in embeddings], factor.split(self.unit_counts)))
 
     def after_step(self, step: StepInfo) -> None:
         """Keep the task's embeddings within [-6, 6] (two multi-tensor calls)."""
