@@ -7,7 +7,6 @@ scrambled, then `execute` resumes it), and for real: `clbench train` in a child 
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from stopping import Stop, StopInTask2, same_numbers
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 from typer.testing import CliRunner
 
@@ -26,7 +26,6 @@ from clbench.approaches import REGISTRY
 from clbench.cli import app
 from clbench.data.tasks import build_tasks
 from clbench.engine import (
-    SilentObserver,
     build_approach,
     checkpoint_path,
     execute,
@@ -42,31 +41,6 @@ TESTS = Path(__file__).resolve().parent.parent
 # Dropout makes the global torch RNG matter: a resume that did not restore it would give other numbers.
 SPEC = replace(tiny_spec("mlp", training=replace(TINY_TRAINING, max_epochs=3)),
                network=replace(tiny_spec("mlp").network, dropout=0.2))
-
-
-class Stop(Exception):
-    """Raised by `StopInTask2` to stop a run the way a crash would."""
-
-
-class StopInTask2(SilentObserver):
-    """Stops a run after its 2nd epoch of task 2 (or, for approaches without epochs, after task 2)."""
-
-    def epoch_finished(self, plan, epoch) -> None:  # type: ignore[no-untyped-def]
-        if epoch.stage == 1 and epoch.epoch == 2:
-            raise Stop
-
-    def task_finished(self, plan, stage, accuracies) -> None:  # type: ignore[no-untyped-def]
-        if stage == 1:
-            raise Stop
-
-
-def same_numbers(first: list[dict], second: list[dict]) -> bool:
-    """Every row's (stage, task, accuracy, loss) equal, NaN losses (the random classifier) included."""
-    def key(row: dict) -> tuple:
-        loss = row["loss"]
-        return row["stage"], row["task"], row["accuracy"], "nan" if math.isnan(loss) else loss
-
-    return len(first) == len(second) and [key(r) for r in first] == [key(r) for r in second]
 
 
 def run(results: Path, method: str, spec=SPEC, observer=None, force: bool = False):  # type: ignore[no-untyped-def]
