@@ -78,8 +78,7 @@ class GatedNet(MultiHeadNet):
         the last bit (a vectorised sigmoid may round an element differently).
         """
         scale = self.smax if s is None else s
-        embeddings = list(self.embeddings[task])
-        return list(gate(torch.cat(embeddings), scale).split([e.numel() for e in embeddings]))
+        return list(gate(torch.cat(list(self.embeddings[task])), scale).split(self.unit_counts()))
 
     def forward_with_masks(self, x: torch.Tensor, task: int,
                            s: torch.Tensor | float | None = None) -> tuple[torch.Tensor, list[torch.Tensor]]:
