@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -41,6 +41,15 @@ def synthetic_loader(n_train: int = 240, n_test: int = 120):
         return synthetic_dataset(name, classes.get(name, 4), n_train, n_test, shapes[form], seed)
 
     return load
+
+
+@dataclass(frozen=True)
+class SyntheticLoader:
+    """`synthetic_loader()` as a picklable object, for worker processes and Ray tasks (they import `synthetic`:
+    the tests folder must be on their path)."""
+
+    def __call__(self, name: str, form: str) -> PreparedDataset:
+        return synthetic_loader()(name, form)
 
 
 TINY_TRAINING = TrainingSpec(lr=0.05, patience=2, max_epochs=4, batch_size=32, eval_batch_size=256)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from synthetic import synthetic_loader, tiny_spec
+from synthetic import SyntheticLoader, synthetic_loader, tiny_spec
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -23,14 +23,6 @@ SPEC = tiny_spec("mlp")
 TESTS = Path(__file__).resolve().parent.parent
 QUICK = ["--set", "data.max_train_samples=300", "--set", "data.max_test_samples=200",
          "--set", "training.max_epochs=1"]
-
-
-@dataclass(frozen=True)
-class SyntheticLoader:
-    """`synthetic_loader` as an object Ray can ship to its workers (they import this module)."""
-
-    def __call__(self, name: str, form: str):  # type: ignore[no-untyped-def]
-        return synthetic_loader()(name, form)
 
 
 @dataclass(frozen=True)

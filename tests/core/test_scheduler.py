@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from synthetic import synthetic_loader, tiny_spec
+from synthetic import SyntheticLoader, synthetic_loader, tiny_spec
 from typer.testing import CliRunner
 
 from clbench.approaches.sgd import SGD
@@ -35,14 +35,6 @@ from clbench.scheduler import (
 CPU = torch.device("cpu")
 SPEC = tiny_spec("mlp")
 TESTS = Path(__file__).resolve().parent.parent
-
-
-@dataclass(frozen=True)
-class SyntheticLoader:
-    """`synthetic_loader` as a picklable object: worker processes receive it (they import this module)."""
-
-    def __call__(self, name: str, form: str):  # type: ignore[no-untyped-def]
-        return synthetic_loader()(name, form)
 
 
 @dataclass(frozen=True)
