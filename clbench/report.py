@@ -414,55 +414,122 @@ def run_values(results: Results, metric: str, notes: list[str], include_referenc
                run_ids: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """rho^{<=t} or A^{<=t} (length T) of every usable run (or of `run_ids`), by run id.
 
-    Why a run is not usable (incomplete matrix, no joint or random reference of its seed and data) goes to
-    `notes`, with the command that makes what is missing.
+    Why a run is not usable (incomplete matrix, no matching joint or random reference, or several that match
+    equally) goes to `notes`, with the command that makes what is missing. See `reference_key`.
     """
-    references = _references(results) if metric == "forgetting-ratio" else {}
+    references = _references(results) if metric == "forgetting-ratio" else None
     values: dict[str, np.ndarray] = {}
     for run_id in results.info if run_ids is None else run_ids:
         run = results.info[run_id]
         if run["method"] in REFERENCES and not include_references:
             continue
-        curve = _run_values(notes, run_id, run, results.matrices[run_id], references, results.results_dir, metric)
+        curve = _run_values(notes, run_id, run, results, references, metric)
         if curve is not None:
             values[run_id] = curve
     return values
 
 
-def _references(results: Results) -> dict[tuple[str, str, int], np.ndarray]:
-    """(reference method, data hash, seed) -> its matrix (the first complete one, by run id)."""
-    found: dict[tuple[str, str, int], np.ndarray] = {}
+def reference_key(run: dict[str, Any]) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """What a run's `joint` reference must share with it (besides the seed): its data, network and protocol.
+
+    The data hash covers the tasks and splits; the variant and the `--set network.*` options give the resolved
+    network; the variant and the `--set training.*` options give the benchmark's training protocol (an
+    approach's own `training:` section is not part of it). Computed from the stored identity columns, so old
+    results folders match the same way. When a key is set twice, the last `--set` wins, as in the spec loader.
+    """
+    settings: dict[str, str] = {}
+    for text in json.loads(run["overrides"] or "[]"):
+        key, _, value = text.partition("=")
+        if key.strip().split(".")[0] in ("network", "training"):
+            settings[key.strip()] = value.strip()
+    return str(run["data_hash"]), _text(run["variant"]), tuple(sorted(settings.items()))
+
+
+def _text(value: Any) -> str:
+    """A stored string column's value, "" when null."""
+    return "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+
+
+@dataclass(frozen=True)
+class References:
+    """The complete reference runs of a results folder, grouped by what a run must share with them.
+
+    Attributes:
+        joint: (reference_key, seed) -> run ids of the complete joint runs.
+        random: (data hash, seed) -> run ids of the complete random runs (random trains nothing, so its data
+            and seed identify it).
+    """
+
+    joint: dict[tuple[Any, int], list[str]]
+    random: dict[tuple[str, int], list[str]]
+
+
+def _references(results: Results) -> References:
+    joint: dict[tuple[Any, int], list[str]] = {}
+    random: dict[tuple[str, int], list[str]] = {}
     for run_id, run in results.info.items():
-        key = (run["method"], run["data_hash"], int(run["seed"]))
-        if run["method"] in REFERENCES and key not in found and metrics.is_complete_matrix(results.matrices[run_id]):
-            found[key] = results.matrices[run_id]
-    return found
+        if run["method"] not in REFERENCES or not metrics.is_complete_matrix(results.matrices[run_id]):
+            continue
+        if run["method"] == "joint":
+            joint.setdefault((reference_key(run), int(run["seed"])), []).append(run_id)
+        else:
+            random.setdefault((str(run["data_hash"]), int(run["seed"])), []).append(run_id)
+    return References(joint, random)
 
 
-def _run_values(notes: list[str], run_id: str, run: dict[str, Any], matrix: np.ndarray,
-                references: dict[tuple[str, str, int], np.ndarray], results_dir: Path,
-                metric: str) -> np.ndarray | None:
+def _pick_reference(notes: list[str], run_id: str, name: str, candidates: list[str],
+                    results: Results) -> np.ndarray | None:
+    """The one matrix of `candidates`; None (with a note) when several differ. Never chosen by order."""
+    matrices = [results.matrices[candidate] for candidate in candidates]
+    if all(np.array_equal(matrix, matrices[0], equal_nan=True) for matrix in matrices[1:]):
+        return matrices[0]
+    folders = ", ".join(f"{candidate} ({results.folder(candidate)})" for candidate in candidates)
+    notes.append(f"left out {run_id}: {len(candidates)} {name} runs match it equally and their accuracies differ: "
+                 f"{folders}; move all but one out of the results folder")
+    return None
+
+
+def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Results,
+                references: References | None, metric: str) -> np.ndarray | None:
+    matrix = results.matrices[run_id]
     if not metrics.is_complete_matrix(matrix):
         notes.append(f"left out {run_id}: its accuracy matrix is incomplete (a stage or task is missing)")
         return None
-    if metric == "accuracy":
+    if metric == "accuracy" or references is None:
         return metrics.average_accuracy(matrix)
     seed = int(run["seed"])
-    joint = references.get(("joint", run["data_hash"], seed))
-    random = references.get(("random", run["data_hash"], seed))
-    missing = [name for name, ref in (("joint", joint), ("random", random)) if ref is None]
+    joint_runs = references.joint.get((reference_key(run), seed), [])
+    random_runs = references.random.get((str(run["data_hash"]), seed), [])
+    missing = [name for name, found in (("joint", joint_runs), ("random", random_runs)) if not found]
     if missing:
-        overrides = " ".join(f"--set {o}" for o in json.loads(run["overrides"] or "[]") if not _is_method_override(o))
-        command = " ".join(part for part in (f"clbench train {run['benchmark']} -m {','.join(missing)}",
-                                              f"--seeds {seed}", overrides, f"--results {results_dir}") if part)
-        notes.append(f"left out {run_id}: no {' and no '.join(missing)} reference for seed {seed} "
-                     f"(data {run['data_hash']}); make it with `{command}`")
+        notes.append(_missing_note(run_id, run, missing, results.results_dir))
+        return None
+    joint = _pick_reference(notes, run_id, "joint", joint_runs, results)
+    random = _pick_reference(notes, run_id, "random", random_runs, results)
+    if joint is None or random is None:
         return None
     size = matrix.shape[0]
     if joint.shape[0] < size or random.shape[0] < size:
         notes.append(f"left out {run_id}: its references have fewer stages than the run")
         return None
     return metrics.forgetting_ratio(matrix, joint[:size, :size], metrics.random_reference(random[:size, :size]))
+
+
+def _missing_note(run_id: str, run: dict[str, Any], missing: list[str], results_dir: Path) -> str:
+    """Why `run_id` has no reference, with the `clbench train` command that makes the matching one."""
+    overrides = [o for o in json.loads(run["overrides"] or "[]") if not _is_method_override(o)]
+    variant = _text(run["variant"])
+    if variant and not any(o.split("=", 1)[0].strip() == "variant" for o in overrides):
+        overrides.insert(0, f"variant={variant}")
+    options = " ".join(f"--set {o}" for o in overrides)
+    command = " ".join(part for part in (f"clbench train {run['benchmark']} -m {','.join(missing)}",
+                                          f"--seeds {run['seed']}", options, f"--results {results_dir}") if part)
+    settings = reference_key(run)[2]
+    protocol = ", ".join(f"{key}={value}" for key, value in settings)
+    shared = f"data {run['data_hash']}" + (f", variant {variant}" if variant else "") + (
+        f", {protocol}" if protocol else "")
+    return (f"left out {run_id}: no {' and no '.join(missing)} reference for seed {run['seed']} "
+            f"({shared}); make it with `{command}`")
 
 
 def _is_method_override(text: str) -> bool:
