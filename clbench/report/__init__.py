@@ -1,0 +1,141 @@
+"""Tables from stored results: what a researcher puts in a paper, computed from the results folder.
+
+Torch-free (numpy, pandas, pyarrow). One benchmark's runs are loaded once (`load_results`: the accuracy files read by
+a small thread pool) and shared by every table and plot:
+
+- `build_report`: forgetting ratio rho^{<=t} (or mean accuracy A^{<=t}) per approach and stage;
+- `build_summary`: after the last task T, A^{<=T}, backward transfer and max-previous forgetting, with the
+  parameter count (the paper's permuted / split MNIST tables);
+- `build_time_report`: training time (total, per epoch, per batch) and the bench's per-batch forward and
+  forward+backward times (the paper's training-time table);
+- monitoring: each approach's own tables (`monitoring.py`; HAT's live in `clbench.hat_report`).
+
+Cells are mean (std) over seeds (sample std, ddof=1) or, asked for, mean +- the half-width of the Student-t 95%
+confidence interval of the mean. Runs are grouped by (method, config hash); a method with several configs is
+labelled by what differs between them. Incomplete runs, partial matrices and missing references are never
+averaged silently: they are listed in the notes with the command that fixes them.
+
+One module per job: `loading` (results folders, Parquet reads, schema checks, labels), `statistics` (Cell,
+summarize, Student-t, per-run forgetting-ratio values against matched references), `tables` (Table objects),
+`render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters). Every name is re-exported here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clbench.report.loading import (  # noqa: F401
+    BENCH_FOLDER,
+    IDENTITY,
+    READ_COLUMNS,
+    READ_THREADS,
+    REFERENCES,
+    Results,
+    _check_schema_versions,
+    _config_description,
+    _differing,
+    _incomplete_run,
+    _pandas_dtype,
+    _read_columns,
+    _subfolders,
+    benchmarks_in,
+    load_results,
+    method_labels,
+    read_parquet_files,
+    run_folders,
+)
+from clbench.report.render import (  # noqa: F401
+    FORMATS,
+    LATEX_SPECIALS,
+    _cell_columns,
+    _html_header,
+    _latex_header,
+    _render_html,
+    _render_latex,
+    _render_markdown,
+    _render_one,
+    latex_escape,
+    render,
+    render_tables,
+    report_csv,
+    summary_csv,
+    time_csv,
+)
+from clbench.report.statistics import (  # noqa: F401
+    CONFIDENCE,
+    METRICS,
+    Cell,
+    References,
+    _is_method_override,
+    _missing_note,
+    _pick_reference,
+    _references,
+    _run_values,
+    _text,
+    reference_key,
+    run_values,
+    student_t_quantile,
+    student_t_two_sided,
+    summarize,
+)
+from clbench.report.tables import (  # noqa: F401
+    BENCH_COLUMNS,
+    Report,
+    Summary,
+    SummaryRow,
+    Table,
+    TimeReport,
+    TimeRow,
+    _bench_notes,
+    _device_notes,
+    _parameter_count,
+    _plain,
+    _plural,
+    _sort_value,
+    build_report,
+    build_summary,
+    build_time_report,
+    complete_runs,
+    format_cell,
+    format_parameters,
+    format_seeds,
+    format_value,
+    header,
+    incomplete_notes,
+    latest_bench,
+    report_table,
+    seed_coverage_notes,
+    summary_table,
+    table_rows,
+    time_table,
+)
+
+# HAT's report moved next to the approach (clbench.hat_report); imported on first use, which also avoids an
+# import cycle (clbench.hat_report imports clbench.report.loading).
+_HAT_NAMES = (
+    "CAPACITY_COLUMNS",
+    "HatMonitoring",
+    "HatReport",
+    "REUSE_COLUMNS",
+    "Sensitivity",
+    "_capacity_table",
+    "_masks_file",
+    "_mean_over_seeds",
+    "_monitoring_table",
+    "_reuse_table",
+    "_task_order_note",
+    "_task_orders",
+    "build_hat_report",
+    "hat_csv",
+    "hat_sensitivity",
+    "hat_tables",
+    "sensitivity_table",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HAT_NAMES:
+        import clbench.hat_report
+
+        return getattr(clbench.hat_report, name)
+    raise AttributeError(f"module 'clbench.report' has no attribute {name!r}")

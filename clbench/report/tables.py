@@ -1,0 +1,368 @@
+"""Table objects: the forgetting-ratio (or accuracy) report, the summary, the training-time table, and
+their text cells."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from clbench import metrics
+from clbench.errors import ResultsError
+from clbench.report.loading import BENCH_FOLDER, REFERENCES, Results, load_results
+from clbench.report.statistics import METRICS, Cell, run_values, summarize
+from clbench.results import RUN_FILE
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass
+class Report:
+    """A table: one row per approach (label), one column per stage, plus notes on what was left out."""
+
+    benchmark: str
+    metric: str
+    stages: list[int]
+    rows: list[tuple[str, list[Cell]]] = field(default_factory=list)
+    seeds: dict[str, list[int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ratio",
+                 include_references: bool = False, *, seeds: Sequence[int] | None = None,
+                 results: Results | None = None) -> Report:
+    """The table of `metric` (forgetting-ratio or accuracy) for one benchmark's results.
+
+    `results` (from `load_results`) avoids reading the folder again when several tables are built.
+    """
+    if metric not in METRICS:
+        raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
+    results = results if results is not None else load_results(results_dir, benchmark, seeds)
+    report = Report(benchmark, metric, [])
+    report.notes += incomplete_notes(results)
+    if results.frame.empty:
+        report.notes.append(f"no finished runs of {benchmark} in {results.results_dir}: run `clbench train "
+                            f"{benchmark} -m METHOD --seeds 0-9 --results {results.results_dir}`")
+        return report
+    report.stages = list(range(1, int(results.frame["stage"].max()) + 1))
+    keep = include_references or metric == "accuracy"
+    values = run_values(results, metric, report.notes, include_references=keep)
+    per_label: dict[str, list[np.ndarray]] = {}
+    for run_id, curve in values.items():
+        label = results.info[run_id]["label"]
+        per_label.setdefault(label, []).append(curve)
+        report.seeds.setdefault(label, []).append(int(results.info[run_id]["seed"]))
+    for label, curves in per_label.items():
+        stacked = np.vstack([np.pad(c, (0, len(report.stages) - len(c)), constant_values=np.nan) for c in curves])
+        report.rows.append((label, [summarize(stacked[:, i]) for i in range(stacked.shape[1])]))
+    report.rows.sort(key=lambda row: (_sort_value(row[1][-1]), row[0]))
+    report.notes += seed_coverage_notes(report.seeds)
+    return report
+
+
+def _sort_value(cell: Cell) -> float:
+    return -math.inf if math.isnan(cell.mean) else cell.mean
+
+
+def incomplete_notes(results: Results) -> list[str]:
+    """One note per run that started but has no accuracy file, with the command that re-runs it."""
+    notes = []
+    for run in results.incomplete:
+        reason = f" ({run['error']})" if run.get("error") else ""
+        notes.append(f"left out {run['run_id']}: {run['status']}{reason}; re-run `clbench train "
+                     f"{results.benchmark} -m {run['method']} --seeds {run['seed']}` (with the same --set options)")
+    return notes
+
+
+def complete_runs(results: Results, notes: list[str]) -> list[str]:
+    """The run ids whose accuracy matrix is complete; a note for each of the others."""
+    complete = []
+    for run_id, matrix in results.matrices.items():
+        if metrics.is_complete_matrix(matrix):
+            complete.append(run_id)
+        else:
+            notes.append(f"left out {run_id}: its accuracy matrix is incomplete (a stage or task is missing)")
+    return complete
+
+
+def seed_coverage_notes(seeds: dict[str, list[int]]) -> list[str]:
+    """A note naming the rows that lack seeds other rows have (their means are over different task orders)."""
+    every = sorted({seed for values in seeds.values() for seed in values})
+    lacking = {label: sorted(set(every) - set(values)) for label, values in seeds.items()}
+    lacking = {label: missing for label, missing in lacking.items() if missing}
+    if not lacking:
+        return []
+    if len(lacking) > 10:
+        return [f"{len(lacking)} rows lack seeds that other rows have (see the seeds column)"]
+    parts = "; ".join(f"{label} lacks {_plural(len(m), 'seed')} {format_seeds(m)}"
+                      for label, m in sorted(lacking.items()))
+    return [f"not every row has the same seeds: {parts}"]
+
+
+def _plural(count: int, word: str) -> str:
+    return word if count == 1 else word + "s"
+
+
+def format_seeds(seeds: Iterable[int]) -> str:
+    """`0-2,5` for [0, 1, 2, 5]."""
+    ranges: list[list[int]] = []
+    for seed in sorted(set(seeds)):
+        if ranges and ranges[-1][1] == seed - 1:
+            ranges[-1][1] = seed
+        else:
+            ranges.append([seed, seed])
+    return ",".join(str(low) if low == high else f"{low}-{high}" for low, high in ranges)
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One approach after the last task: A^{<=T}, backward transfer, max-previous forgetting (fractions)."""
+
+    label: str
+    parameters: int | None
+    accuracy: Cell
+    backward_transfer: Cell
+    forgetting: Cell
+    seeds: list[int]
+
+
+@dataclass
+class Summary:
+    """The paper's permuted / split MNIST table, plus BWT and forgetting: one row per approach."""
+
+    benchmark: str
+    stages: int
+    rows: list[SummaryRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def build_summary(results: Results, include_references: bool = True) -> Summary:
+    """A^{<=T}, BWT and max-previous forgetting per approach (mean over seeds), with `parameters` from run.json."""
+    summary = Summary(results.benchmark, int(results.frame["stage"].max()) if not results.frame.empty else 0)
+    summary.notes += incomplete_notes(results)
+    per_label: dict[str, list[str]] = {}
+    for run_id in complete_runs(results, summary.notes):
+        run = results.info[run_id]
+        if run["method"] not in REFERENCES or include_references:
+            per_label.setdefault(run["label"], []).append(run_id)
+    for label, run_ids in per_label.items():
+        matrices = [results.matrices[run_id] for run_id in run_ids]
+        summary.rows.append(SummaryRow(
+            label, _parameter_count(results, run_ids, summary.notes),
+            summarize(metrics.average_accuracy(m)[-1] for m in matrices),
+            summarize(metrics.backward_transfer(m) for m in matrices),
+            summarize(metrics.max_previous_forgetting(m) for m in matrices),
+            sorted(int(results.info[run_id]["seed"]) for run_id in run_ids)))
+        if len({m.shape[0] for m in matrices}) > 1:
+            summary.notes.append(f"{label}: runs have different numbers of tasks; A^<=T is each run's last stage")
+    summary.rows.sort(key=lambda row: (_sort_value(row.accuracy), row.label))
+    summary.notes += seed_coverage_notes({row.label: row.seeds for row in summary.rows})
+    return summary
+
+
+def _parameter_count(results: Results, run_ids: Sequence[str], notes: list[str]) -> int | None:
+    """`parameters` from the runs' run.json (an int, or a dict with `total`); None when no run has it."""
+    counts = set()
+    for run_id in run_ids:
+        if RUN_FILE not in results.files.get(run_id, set()):
+            continue
+        value = json.loads((results.folder(run_id) / RUN_FILE).read_text()).get("parameters")
+        value = value.get("total") if isinstance(value, dict) else value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            counts.add(int(value))
+    if len(counts) > 1:
+        notes.append(f"{results.info[run_ids[0]]['label']}: runs report different parameter counts "
+                     f"{sorted(counts)}; the largest is shown")
+    return max(counts) if counts else None
+
+
+BENCH_COLUMNS = ("benchmark", "method", "device", "batch_size", "forward_ms", "forward_backward_ms",
+                 "epoch_seconds", "peak_memory_mb", "clbench_version", "torch_version", "measured_utc")
+
+
+@dataclass(frozen=True)
+class TimeRow:
+    """Training time of one approach: total (s), per epoch (s), per batch (ms); bench per-batch times (ms)."""
+
+    label: str
+    total_seconds: Cell
+    epoch_seconds: Cell
+    batch_ms: Cell
+    forward_ms: float
+    forward_backward_ms: float
+    seeds: list[int]
+
+
+@dataclass
+class TimeReport:
+    """The paper's training-time table: one row per approach, slowest first."""
+
+    benchmark: str
+    rows: list[TimeRow] = field(default_factory=list)
+    has_bench: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def build_time_report(results: Results) -> TimeReport:
+    """Total, per-epoch and per-batch training time per approach (mean over seeds) and the bench's batch times.
+
+    From accuracy.parquet's per-stage `stage_train_seconds` (wall-clock of the task's training epochs with
+    their validation passes), `stage_epochs` and `stage_batches`, summed over stages: per epoch = total /
+    epochs, per batch = total / batches. Batch-F and batch-FB are the latest `<results>/_bench/*.parquet`
+    measurement of the method on this benchmark.
+    """
+    report = TimeReport(results.benchmark)
+    report.notes += incomplete_notes(results)
+    complete = complete_runs(results, report.notes)
+    stages = results.frame[results.frame["run_id"].isin(complete)].drop_duplicates(["run_id", "stage"])
+    sums = stages.groupby("run_id")[["stage_train_seconds", "stage_epochs", "stage_batches"]].sum(min_count=1)
+    timed = sums.dropna()
+    untimed = sorted(set(complete) - set(timed.index))
+    if untimed:
+        report.notes.append(f"left out of the time table (no stage timings): {', '.join(untimed)}")
+    bench = latest_bench(results.results_dir, results.benchmark)
+    report.has_bench = not bench.empty
+    runs = results.runs.loc[timed.index]
+    for label, group in timed.groupby(runs["label"], sort=False):
+        method = results.info[group.index[0]]["method"]
+        measured = bench[bench["method"] == method]
+        seconds = group["stage_train_seconds"]
+        report.rows.append(TimeRow(
+            label, summarize(seconds), summarize(seconds / group["stage_epochs"].where(group["stage_epochs"] > 0)),
+            summarize(1000.0 * seconds / group["stage_batches"].where(group["stage_batches"] > 0)),
+            float(measured["forward_ms"].iloc[0]) if len(measured) else float("nan"),
+            float(measured["forward_backward_ms"].iloc[0]) if len(measured) else float("nan"),
+            sorted(int(s) for s in runs.loc[group.index, "seed"])))
+    report.rows.sort(key=lambda row: (-_sort_value(row.total_seconds), row.label))
+    report.notes += seed_coverage_notes({row.label: row.seeds for row in report.rows})
+    report.notes += _device_notes(results, timed.index) + _bench_notes(bench, results.results_dir, results.benchmark)
+    return report
+
+
+def latest_bench(results_dir: Path, benchmark: str) -> pd.DataFrame:
+    """The latest bench measurement (by `measured_utc`) of every method on `benchmark`, from `<results>/_bench`."""
+    paths = sorted((Path(results_dir) / BENCH_FOLDER).glob("*.parquet"))
+    frames = [pd.read_parquet(path) for path in paths]
+    frames = [frame for frame in frames if not frame.empty]
+    if not frames:
+        return pd.DataFrame(columns=list(BENCH_COLUMNS))
+    bench = pd.concat(frames, ignore_index=True)
+    missing = [column for column in ("benchmark", "method", "forward_ms", "forward_backward_ms") if column not in bench]
+    if missing:
+        raise ResultsError(f"bench results in {Path(results_dir) / BENCH_FOLDER} lack columns {missing}")
+    bench = bench[bench["benchmark"] == benchmark]
+    order = "measured_utc" if "measured_utc" in bench else "method"
+    return bench.sort_values(order, kind="stable").groupby("method", sort=True).tail(1).reset_index(drop=True)
+
+
+def _device_notes(results: Results, run_ids: Iterable[str]) -> list[str]:
+    devices = results.frame.drop_duplicates("run_id").set_index("run_id").loc[list(run_ids), "device"]
+    counts = devices.fillna("unknown device").value_counts().sort_index()
+    if counts.empty:
+        return []
+    return ["training times measured on " + ", ".join(f"{device} ({n} run{'s' if n > 1 else ''})"
+                                                      for device, n in counts.items())]
+
+
+def _bench_notes(bench: pd.DataFrame, results_dir: Path, benchmark: str) -> list[str]:
+    """Where batch-F / batch-FB come from: device, batch size, torch version and date (per method if they differ)."""
+    if bench.empty:
+        return [f"batch-F / batch-FB: no bench results for {benchmark} in {Path(results_dir) / BENCH_FOLDER}; "
+                f"measure them with `clbench bench {benchmark} -m METHODS --results {results_dir}`"]
+    settings: dict[str, list[str]] = {}
+    for row in bench.to_dict("records"):
+        described = ", ".join(f"{name} {row[column]}" for column, name in (
+            ("device", "on"), ("batch_size", "batch size"), ("data", "data"), ("torch_version", "torch"),
+            ("measured_utc", "at")) if column in row and isinstance(row[column], (str, int, float)))
+        settings.setdefault(described, []).append(str(row["method"]))
+    parts = [text if len(settings) == 1 else f"{', '.join(methods)}: {text}" for text, methods in settings.items()]
+    return [f"batch-F / batch-FB: per-batch forward and forward+backward time from {Path(results_dir) / BENCH_FOLDER}"
+            f" ({'; '.join(parts)})"]
+
+
+@dataclass
+class Table:
+    """A formatted table (text cells) with an optional title and its notes."""
+
+    header: list[str]
+    rows: list[list[str]]
+    title: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def format_cell(cell: Cell, metric: str, ci: bool = False) -> str:
+    """`-0.06 (0.01)` for the forgetting ratio, `99.0 (0.2)` (percent) for accuracy; `–` when empty.
+
+    With `ci`, `-0.06 ± 0.02`: the mean and the half-width of its Student-t 95% confidence interval.
+    """
+    scale, digits = (100.0, 1) if metric in ("accuracy", "percent") else (1.0, 2)
+    return format_value(cell, scale, digits, ci)
+
+
+def format_value(cell: Cell, scale: float, digits: int, ci: bool = False) -> str:
+    """`mean (std)` or `mean ± half-width` of `cell` times `scale` with `digits` decimals; `–` when empty."""
+    if cell.n == 0:
+        return "–"
+    mean = f"{cell.mean * scale:.{digits}f}"
+    spread = cell.half_width if ci else cell.std
+    spread_text = "–" if math.isnan(spread) else f"{spread * scale:.{digits}f}"
+    return f"{mean} ± {spread_text}" if ci else f"{mean} ({spread_text})"
+
+
+def header(report: Report) -> list[str]:
+    symbol = "rho" if report.metric == "forgetting-ratio" else "A"
+    return ["approach", *[f"{symbol}<={t}" for t in report.stages], "seeds"]
+
+
+def table_rows(report: Report, ci: bool = False) -> list[list[str]]:
+    return [[label, *[format_cell(cell, report.metric, ci) for cell in cells], str(len(report.seeds.get(label, [])))]
+            for label, cells in report.rows]
+
+
+def report_table(report: Report, ci: bool = False) -> Table:
+    return Table(header(report), table_rows(report, ci), notes=list(report.notes))
+
+
+def summary_table(summary: Summary, ci: bool = False) -> Table:
+    rows = [[row.label, format_parameters(row.parameters), format_cell(row.accuracy, "percent", ci),
+             format_cell(row.backward_transfer, "percent", ci), format_cell(row.forgetting, "percent", ci),
+             str(len(row.seeds))] for row in summary.rows]
+    head = ["approach", "parameters", f"A<={summary.stages}", "BWT", "forgetting", "seeds"]
+    return Table(head, rows, notes=list(summary.notes))
+
+
+def format_parameters(count: int | None) -> str:
+    """`1.9M`, `0.1M`, `54.3k`, `980`; `–` when unknown (the paper's Parameters column)."""
+    if count is None:
+        return "–"
+    if count >= 50_000:
+        return f"{count / 1e6:.1f}M"
+    if count >= 1_000:
+        return f"{count / 1e3:.1f}k"
+    return str(count)
+
+
+def time_table(report: TimeReport, ci: bool = False) -> Table:
+    largest = max((row.total_seconds.mean for row in report.rows if row.total_seconds.n), default=0.0)
+    unit, scale = ("h", 1 / 3600) if largest >= 3600 else ("min", 1 / 60) if largest >= 60 else ("s", 1.0)
+    head = ["approach", f"total [{unit}]", "epoch [s]", "batch [ms]"]
+    head += ["batch-F [ms]", "batch-FB [ms]"] if report.has_bench else []
+    rows = []
+    for row in report.rows:
+        cells = [row.label, format_value(row.total_seconds, scale, 2, ci), format_value(row.epoch_seconds, 1, 1, ci),
+                 format_value(row.batch_ms, 1, 1, ci)]
+        if report.has_bench:
+            cells += [_plain(row.forward_ms, 1), _plain(row.forward_backward_ms, 1)]
+        rows.append([*cells, str(len(row.seeds))])
+    return Table([*head, "seeds"], rows, notes=list(report.notes))
+
+
+def _plain(value: float, digits: int = 2) -> str:
+    return "–" if not math.isfinite(value) else f"{value:.{digits}f}"
