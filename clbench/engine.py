@@ -270,6 +270,7 @@ def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
             "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed,
             "config_hash": plan.config_hash, "data_hash": plan.data_hash, "config": plan.config,
             "overrides": list(plan.overrides), "spec_file": plan.spec.source, "started_utc": utc_now(),
+            "monitoring_reporter": plan.approach.cls.monitoring_reporter,
             "previous_status": previous.get("status"), "parameters": None, "resumed_after_stage": None,
             "torch_threads": torch.get_num_threads(), **provenance}
 

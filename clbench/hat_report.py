@@ -1,4 +1,9 @@
-"""HAT's monitoring tables (capacity per layer, weight reuse, smax x c sensitivity), torch-free."""
+"""HAT's monitoring tables (capacity per layer, weight reuse, smax x c sensitivity), torch-free.
+
+`HatReporter` is the reporter that `clbench.approaches.hat.Hat` declares (`monitoring_reporter`); `clbench report
+--hat` and `--monitoring` print its tables. It lives outside `clbench/approaches/` because importing that package
+registers every approach and imports torch; `report` must not.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +11,14 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from clbench.report.loading import Results, read_parquet_files
+from clbench.report.monitoring import MonitoringReporter
 from clbench.report.statistics import run_values
 from clbench.report.tables import Table, _plain, format_seeds
-
-if TYPE_CHECKING:
-    pass
-
 
 CAPACITY_COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("mask", "string"),
                     ("layer", "string"), ("used", "int64"), ("weights", "int64"), ("fraction", "double"))
@@ -250,3 +251,28 @@ def hat_csv(report: HatReport) -> str:
     for column in ("stage", "task", "later_task", "seed", "n"):
         frame[column] = frame[column].astype("Int64")
     return frame.to_csv(index=False)
+
+
+class HatReporter(MonitoringReporter):
+    """HAT's monitoring section: capacity and reuse tables per config, the sensitivity grid, and their figures."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__(method)
+        self._cache: tuple[Results, HatReport] | None = None
+
+    def report(self, results: Results) -> HatReport:
+        """`build_hat_report` of this method, built once per loaded results."""
+        if self._cache is None or self._cache[0] is not results:
+            self._cache = (results, build_hat_report(results, self.method))
+        return self._cache[1]
+
+    def tables(self, results: Results) -> list[Table]:
+        return hat_tables(self.report(results))
+
+    def csv(self, results: Results) -> str:
+        return hat_csv(self.report(results))
+
+    def plots(self, results: Results, folder: Path) -> list[Path]:
+        from clbench import plots
+
+        return plots.plot_hat(self.report(results), folder)

@@ -156,6 +156,8 @@ class Approach:
     summary: ClassVar[str] = ""
     hyperparameters_class: ClassVar[type[Hyperparameters]] = Hyperparameters
     is_reference: ClassVar[bool] = False  # joint and random: the forgetting ratio's references
+    # "module:Class" of a torch-free clbench.report.monitoring.MonitoringReporter (`clbench report --monitoring`)
+    monitoring_reporter: ClassVar[str | None] = None
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         self.context = context

@@ -73,6 +73,7 @@ class Hat(Approach):
     """Hard attention to the task: learned per-task unit masks that condition later tasks' gradients."""
 
     name = "hat"
+    monitoring_reporter = "clbench.hat_report:HatReporter"
     summary = "hard attention to the task (Serra et al. 2018)"
     hyperparameters_class = HatHyperparameters
     hparams: HatHyperparameters

@@ -12,7 +12,7 @@ from clbench.cli.common import ResultsOption, console, handle_errors, parse_seed
 from clbench.errors import ClbenchError
 
 if TYPE_CHECKING:
-    from clbench.report import HatReport, Report
+    from clbench.report import HatReport, Report, Results
 
 FORMATS = ("markdown", "csv", "latex", "html")
 METRICS = ("forgetting-ratio", "accuracy")
@@ -32,6 +32,7 @@ class ReportRequest:
     references: bool
     seeds: list[int] | None
     plot: Path | None
+    monitoring: bool = False
 
 
 @handle_errors
@@ -39,7 +40,7 @@ def report(
     benchmark: str | None = typer.Argument(None, help="Benchmark name (default: every benchmark in the results)."),
     results: Path = ResultsOption,
     table: bool | None = typer.Option(None, "--table/--no-table", help="The per-stage table of --metric "
-                                      "(default: on, unless --summary, --time or --hat is given)."),
+                                      "(default: on, unless --summary, --time, --hat or --monitoring is given)."),
     summary: bool = typer.Option(False, "--summary", help="After the last task: parameters, A<=T, backward "
                                  "transfer, max-previous forgetting."),
     time: bool = typer.Option(False, "--time", help="Training time: total, per epoch, per batch (and the "
@@ -51,6 +52,8 @@ def report(
     ci: bool = typer.Option(False, "--ci", help="Cells as mean ± half-width of the Student-t 95% confidence "
                             "interval instead of mean (std)."),
     references: bool = typer.Option(False, "--references", help="Also list joint and random as rows."),
+    monitoring: bool = typer.Option(False, "--monitoring", help="Every present approach's own monitoring tables "
+                                    "(e.g. HAT's, as --hat; a plugin approach may declare its own)."),
     seeds: str | None = typer.Option(None, "--seeds", help="Only these seeds: 0-9, 0,3,7 or 4."),
     plot: Path | None = typer.Option(None, "--plot", help="Write the figures (PNG and PDF) to this folder."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the tables to this file too."),
@@ -60,9 +63,9 @@ def report(
         raise ClbenchError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if metric not in METRICS:
         raise ClbenchError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
-    others = summary or time or hat
+    others = summary or time or hat or monitoring
     request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
-                            references, parse_seeds(seeds) if seeds else None, plot)
+                            references, parse_seeds(seeds) if seeds else None, plot, monitoring)
     text, figures = run_report(results, benchmark, request)
     if output is not None:
         output.write_text(text)
@@ -114,6 +117,31 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest) -> tup
         text = tables.hat_csv(hat) if fmt == "csv" else tables.render_tables(tables.hat_tables(hat), fmt)
         sections.append((name, "hat", text))
     figures = _draw(request, main, hat)
+    if request.monitoring:
+        found, drawn = _monitoring_sections(loaded, name, request)
+        sections += found
+        figures += drawn
+    return sections, figures
+
+
+def _monitoring_sections(loaded: Results, name: str, request: ReportRequest) -> tuple[list[tuple[str, str, str]],
+                                                                                      list[Path]]:
+    """Each present approach's monitoring tables (`--monitoring`), skipping HAT's when `--hat` printed them."""
+    from clbench.report import monitoring_reporters, render_tables
+
+    sections, figures = [], []
+    for reporter in monitoring_reporters(loaded):
+        if request.hat and reporter.method == "hat":
+            continue
+        if request.fmt == "csv":
+            text = reporter.csv(loaded)
+        else:
+            found = reporter.tables(loaded)
+            text = render_tables(found, request.fmt) if found else ""
+        if text:
+            sections.append((name, reporter.method, text))
+        if request.plot is not None:
+            figures += reporter.plots(loaded, request.plot)
     return sections, figures
 
 

@@ -44,6 +44,13 @@ from clbench.report.loading import (  # noqa: F401
     read_parquet_files,
     run_folders,
 )
+from clbench.report.monitoring import (  # noqa: F401
+    BUILTIN_REPORTERS,
+    MonitoringReporter,
+    load_reporter,
+    monitoring_reporters,
+    reporter_string,
+)
 from clbench.report.render import (  # noqa: F401
     FORMATS,
     LATEX_SPECIALS,

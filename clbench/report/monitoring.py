@@ -1,0 +1,80 @@
+"""Approach-owned monitoring sections of `clbench report` (`--monitoring`; `--hat` is HAT's alone).
+
+An approach declares its reporter as an import string `"package.module:ClassName"` in its class attribute
+`monitoring_reporter` (see `clbench.approaches.base.Approach`); the engine copies it into every run.json, so
+`report` finds a plugin's reporter without importing the approach (or torch). Built-in approaches are also
+listed in `BUILTIN_REPORTERS`, so results written before run.json carried the string still get their tables.
+A reporter module must not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+from clbench.errors import ResultsError
+from clbench.report.loading import Results
+from clbench.report.tables import Table
+from clbench.results import RUN_FILE
+
+# method -> reporter import string of the built-in approaches (torch-free; a test checks it against the classes).
+BUILTIN_REPORTERS = {"hat": "clbench.hat_report:HatReporter"}
+RUN_JSON_KEY = "monitoring_reporter"
+
+
+class MonitoringReporter:
+    """One approach's monitoring tables (and figures) from a results folder; subclass it and override.
+
+    Attributes:
+        method: the approach name whose runs this reporter reads (one reporter instance per method present).
+    """
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+
+    def tables(self, results: Results) -> list[Table]:
+        """The tables to print (each with its title and notes); none by default."""
+        return []
+
+    def csv(self, results: Results) -> str:
+        """Tidy CSV of the raw numbers behind `tables` ("" when the reporter has none)."""
+        return ""
+
+    def plots(self, results: Results, folder: Path) -> list[Path]:
+        """Write the figures into `folder` and return their paths (none by default)."""
+        return []
+
+
+def reporter_string(results: Results, method: str) -> str | None:
+    """The import string of `method`'s reporter: built-in table first, else the first run.json that names one."""
+    if method in BUILTIN_REPORTERS:
+        return BUILTIN_REPORTERS[method]
+    for run_id, run in results.info.items():
+        if run["method"] != method or RUN_FILE not in results.files.get(run_id, set()):
+            continue
+        declared = json.loads((results.folder(run_id) / RUN_FILE).read_text()).get(RUN_JSON_KEY)
+        if declared:
+            return str(declared)
+    return None
+
+
+def load_reporter(target: str, method: str) -> MonitoringReporter:
+    """Import `target` ("module:Class") and build the reporter of `method`; a clear error when it cannot."""
+    module_name, _, class_name = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name) if class_name else None
+    except (ImportError, AttributeError) as error:
+        raise ResultsError(f"monitoring reporter {target!r} of method {method!r} cannot be imported ({error}); "
+                           f"install the package that provides it, or leave out --monitoring") from error
+    if not (isinstance(cls, type) and issubclass(cls, MonitoringReporter)):
+        raise ResultsError(f"monitoring reporter {target!r} of method {method!r} is not a 'module:Class' naming a "
+                           "subclass of clbench.report.monitoring.MonitoringReporter")
+    return cls(method)
+
+
+def monitoring_reporters(results: Results) -> list[MonitoringReporter]:
+    """A reporter for every method in `results` that declares one, in method-name order."""
+    methods = sorted({str(run["method"]) for run in results.info.values()})
+    return [load_reporter(target, method) for method in methods
+            if (target := reporter_string(results, method)) is not None]

@@ -1,0 +1,89 @@
+"""`clbench report --monitoring`: approach-owned monitoring reporters, found from run.json or the built-in table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_report import write_run, write_run_json
+from test_report_golden import GOLDEN, golden_results, portable
+from typer.testing import CliRunner
+
+from clbench.cli import app
+from clbench.report import BUILTIN_REPORTERS, MonitoringReporter, Results, Table
+
+FAKE_REPORTER = "test_report_monitoring:FakeReporter"
+
+
+class FakeReporter(MonitoringReporter):
+    """A plugin's reporter: one table with the number of runs of its method and their seeds."""
+
+    def tables(self, results: Results) -> list[Table]:
+        seeds = sorted(int(run["seed"]) for run in results.info.values() if run["method"] == self.method)
+        return [Table(["runs", "seeds"], [[str(len(seeds)), ",".join(map(str, seeds))]],
+                      title=f"{self.method}: fake monitoring", notes=["made by FakeReporter"])]
+
+    def csv(self, results: Results) -> str:
+        return f"method,runs\n{self.method},{sum(run['method'] == self.method for run in results.info.values())}\n"
+
+
+def fake_results(root: Path, reporter: str = FAKE_REPORTER) -> Path:
+    for seed in (0, 3):
+        write_run_json(write_run(root, "fake", seed, [[0.9], [0.8, 0.9]]), monitoring_reporter=reporter)
+    write_run_json(write_run(root, "sgd", 0, [[0.9], [0.8, 0.9]]), monitoring_reporter=None)
+    return root
+
+
+def invoke(*arguments: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["report", *arguments])
+    return result.exit_code, result.output
+
+
+def test_a_plugin_reporter_declared_in_run_json_gets_its_tables_printed(tmp_path: Path) -> None:
+    code, output = invoke("b", "--results", str(fake_results(tmp_path)), "--monitoring")
+    assert code == 0, output
+    assert output == ("### fake: fake monitoring\n\n"
+                      "| runs | seeds |\n"
+                      "|------|-------|\n"
+                      "| 2    | 0,3   |\n\n"
+                      "- made by FakeReporter\n")
+
+
+def test_monitoring_csv_comes_from_the_reporter(tmp_path: Path) -> None:
+    code, output = invoke("b", "--results", str(fake_results(tmp_path)), "--monitoring", "--format", "csv")
+    assert code == 0, output
+    assert output == "method,runs\nfake,2\n"
+
+
+def test_a_reporter_that_cannot_be_imported_is_named(tmp_path: Path) -> None:
+    code, output = invoke("b", "--results", str(fake_results(tmp_path, "no_such_module:Reporter")), "--monitoring")
+    assert code == 2
+    assert "'no_such_module:Reporter'" in output and "method 'fake'" in output
+
+
+def test_monitoring_prints_hat_exactly_as_hat_does(tmp_path: Path) -> None:
+    results = golden_results(tmp_path)
+    code, output = invoke("b", "--results", str(results), "--monitoring")
+    assert code == 0, output
+    assert portable(output, results) == (GOLDEN / "hat.md").read_text()
+    code, both = invoke("b", "--results", str(results), "--monitoring", "--hat")
+    assert both == output  # HAT's section once, not twice
+
+
+def test_built_in_reporters_match_what_the_approach_classes_declare() -> None:
+    from clbench.approaches import REGISTRY
+
+    declared = {name: cls.monitoring_reporter for name, cls in REGISTRY.items() if cls.monitoring_reporter}
+    assert declared == BUILTIN_REPORTERS
+
+
+def test_a_trained_run_records_its_reporter_and_report_uses_it(tmp_path: Path) -> None:
+    from test_engine import run
+
+    from clbench.results import read_run_file
+
+    outcome = run(tmp_path, "hat")
+    assert read_run_file(outcome.plan.run_dir)["monitoring_reporter"] == "clbench.hat_report:HatReporter"
+    assert read_run_file(run(tmp_path, "sgd").plan.run_dir)["monitoring_reporter"] is None
+    code, output = invoke(outcome.plan.spec.name, "--results", str(tmp_path), "--monitoring")
+    assert code == 0, output
+    assert output.startswith("### hat: % of weights used by a^{<=t}, all tasks so far (seed 0)")
