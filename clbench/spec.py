@@ -1,7 +1,8 @@
 """Benchmark specs: `benchmarks/<name>.yaml` -> validated, typed objects.
 
 A spec has the keys `name`, `description`, `data`, `network`, `training`, `approaches`, and optionally
-`variant` + `variants` (named sets of overrides, e.g. pmnist's small/medium/large network). Overrides from
+`variant` + `variants` (named sets of overrides, e.g. pmnist's small/medium/large network) and `datasets`
+(the spec's own data sets: an image folder or an npz file, see `clbench.data.custom`). Overrides from
 `--set KEY=VALUE` are applied last; a first key segment that names an approach means `approaches.<name>`.
 Approach sections are validated against the approach's own hyper-parameter dataclass by
 `clbench.approaches.resolve` (that needs torch; this module does not).
@@ -10,7 +11,9 @@ Approach sections are validated against the approach's own hyper-parameter datac
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,18 @@ import yaml
 from clbench.config import build, field, parse_override
 from clbench.errors import SpecError
 
-TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants")
+TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants",
+                  "datasets")
+DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """A spec's own data set (`datasets: {NAME: {format: ..., path: ...}}`), prepared like the built-ins."""
+
+    format: str = field(doc="imagefolder: PATH/train/<class>/*.png|jpg and PATH/test/<class>/*; "
+                            "npz: one .npz file with x_train, y_train, x_test, y_test", choices=("imagefolder", "npz"))
+    path: str = field(doc="the folder or .npz file; a relative path resolves against the spec file's folder")
 
 
 @dataclass(frozen=True)
@@ -95,6 +109,7 @@ class BenchmarkSpec:
     network: NetworkSpec
     training: TrainingSpec
     approaches: dict[str, dict[str, Any]]
+    datasets: dict[str, DatasetEntry] = dataclass_field(default_factory=dict)  # own data sets, absolute paths
 
     def approach_section(self, method: str) -> dict[str, Any]:
         """The raw (not yet validated) section of one approach; empty if the spec has none."""
@@ -199,8 +214,9 @@ def _validate(raw: dict[str, Any], source: str) -> BenchmarkSpec:
     for key in ("name", "data", "network"):
         if key not in raw:
             raise SpecError(f"{source}: missing required key `{key}`")
+    datasets = _own_datasets(raw.get("datasets"), source)
     data = build(DataSpec, raw["data"], where="data", source=source)
-    _check_data(data, source)
+    _check_data(data, source, tuple(datasets))
     approaches = raw.get("approaches") or {}
     if not isinstance(approaches, dict) or not all(isinstance(v, dict) for v in approaches.values()):
         raise SpecError(f"{source}: `approaches` must map approach names to mappings of hyper-parameters")
@@ -213,13 +229,43 @@ def _validate(raw: dict[str, Any], source: str) -> BenchmarkSpec:
         network=build(NetworkSpec, raw["network"], where="network", source=source),
         training=build(TrainingSpec, raw.get("training"), where="training", source=source),
         approaches={name: dict(values) for name, values in approaches.items()},
+        datasets=datasets,
     )
 
 
-def _check_data(data: DataSpec, source: str) -> None:
+def _own_datasets(raw: Any, source: str) -> dict[str, DatasetEntry]:
+    """The `datasets:` section: typed entries whose relative paths resolve against the spec file's folder."""
+    from clbench.data.sources import DATASET_NAMES
+
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SpecError(f"{source}: `datasets` must map data set names to {{format: ..., path: ...}}")
+    entries = {}
+    for name, values in raw.items():
+        if not isinstance(name, str) or not DATASET_NAME.fullmatch(name):
+            raise SpecError(f"{source}: `datasets.{name}`: a data set name uses letters, digits, '.', '_', '-'")
+        if name in DATASET_NAMES:
+            raise SpecError(f"{source}: `datasets.{name}` would hide the built-in data set {name}; rename it")
+        entry = build(DatasetEntry, values, where=f"datasets.{name}", source=source)
+        path = Path(entry.path).expanduser()
+        if not path.is_absolute():
+            path = Path(source).resolve().parent / path
+        entries[name] = DatasetEntry(entry.format, str(path))
+    return entries
+
+
+def _check_data(data: DataSpec, source: str, own_datasets: tuple[str, ...] = ()) -> None:
+    from clbench.data.sources import DATASET_NAMES
+
+    known = (*DATASET_NAMES, *own_datasets)
+    for name in data.datasets:
+        if name not in known:
+            raise SpecError(f"{source}: `data.datasets`: unknown data set {name}; known: {', '.join(known)} "
+                            f"(declare your own under `datasets:`)")
     if data.kind == "split" and (data.classes_per_task is None or len(data.classes_per_task) != len(data.datasets)):
         raise SpecError(f"{source}: `data.classes_per_task` needs one value per data set for kind split")
     if data.kind == "permuted" and (data.n_tasks is None or len(data.datasets) != 1):
         raise SpecError(f"{source}: kind permuted needs exactly one data set and `data.n_tasks`")
-    if data.form == "mnist28" and not set(data.datasets) <= {"mnist", "fashion-mnist"}:
-        raise SpecError(f"{source}: `data.form` mnist28 is only for mnist and fashion-mnist")
+    if data.form == "mnist28" and not set(data.datasets) <= {"mnist", "fashion-mnist", *own_datasets}:
+        raise SpecError(f"{source}: `data.form` mnist28 is only for mnist, fashion-mnist and a spec's own data sets")
