@@ -34,10 +34,10 @@ def list_command(
 
 
 def _head_sizes(spec: object) -> tuple[int, ...]:
-    from clbench.data.sources import get_source
+    from clbench.data.custom import n_classes_lookup
     from clbench.data.tasks import head_sizes_for
 
-    return head_sizes_for(spec.data, lambda name: get_source(name).n_classes)  # type: ignore[attr-defined]
+    return head_sizes_for(spec.data, n_classes_lookup(spec))  # type: ignore[arg-type, attr-defined]
 
 
 def parameter_counts(spec: object) -> dict[str, int]:

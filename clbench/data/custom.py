@@ -20,7 +20,7 @@ converter version, the format and, per input file in sorted order, its relative 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +61,27 @@ def custom_datasets(spec: BenchmarkSpec) -> dict[str, CustomDataset]:
     """The spec's own data sets that its `data.datasets` uses, by name."""
     return {name: CustomDataset(name, entry.format, Path(entry.path), spec.source)
             for name, entry in spec.datasets.items() if name in spec.data.datasets}
+
+
+def class_count(dataset: CustomDataset) -> int:
+    """The number of classes, read without converting: training class folders or distinct `y_train` values."""
+    _check_exists(dataset)
+    if dataset.format == "imagefolder":
+        return len(_class_folders(dataset, "train"))
+    try:
+        with np.load(dataset.path, allow_pickle=False) as archive:
+            labels = archive["y_train"]
+    except (OSError, ValueError, KeyError) as error:
+        raise ClbenchError(f"data set {dataset.name!r} ({dataset.path}): cannot read y_train ({error})") from None
+    return len(np.unique(labels))
+
+
+def n_classes_lookup(spec: BenchmarkSpec) -> Callable[[str], int]:
+    """name -> number of classes, for the built-ins and the spec's own data sets (for head sizes)."""
+    from clbench.data.sources import get_source
+
+    own = custom_datasets(spec)
+    return lambda name: class_count(own[name]) if name in own else get_source(name).n_classes
 
 
 # ---------------------------------------------------------------- content hash and cache folder

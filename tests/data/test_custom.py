@@ -293,3 +293,16 @@ def test_run_identity_follows_the_content(tmp_path: Path) -> None:
 
 def test_cache_folder_is_keyed_by_the_hash(tmp_path: Path) -> None:
     assert cache_folder(tmp_path, "x", "ab" * 32) == tmp_path / "custom" / f"x-{'ab' * 8}"
+
+
+def test_class_counts_without_converting(tmp_path: Path) -> None:
+    from clbench.data.custom import class_count, n_classes_lookup
+
+    assert class_count(folder_dataset(write_image_folder(tmp_path / "shapes"))) == 2
+    write_npz(tmp_path / "arrays.npz", y_train=np.array([5, 1, 9, 1]))
+    assert class_count(npz_dataset(tmp_path / "arrays.npz")) == 3
+    spec = load_benchmark(str(write_spec(tmp_path, "{my-arrays: {format: npz, path: arrays.npz}}",
+                                         data="{kind: mixture, datasets: [my-arrays, cifar100]}")))
+    lookup = n_classes_lookup(spec)
+    assert (lookup("my-arrays"), lookup("cifar100")) == (3, 100)
+    assert not (tmp_path / "cache").exists()

@@ -92,3 +92,16 @@ def test_unknown_data_set_exits_2(spec_file: Path, tmp_path: Path) -> None:
                                  str(tmp_path / "results"), "--data-dir", str(tmp_path / "data"), *TINY])
     assert result.exit_code == 2
     assert "unknown data set my-aray; known:" in " ".join(result.output.split())
+
+
+def test_list_counts_tasks_and_parameters(spec_file: Path) -> None:
+    from clbench.cli.listing import parameter_counts
+    from clbench.spec import load_benchmark
+
+    result = runner.invoke(app, ["list", "-b", str(spec_file), "--no-parameters"])
+    assert result.exit_code == 0, result.output
+    spec = load_benchmark(str(spec_file))
+    # alexnet [4, 4, 4] convs, fc [8, 8]; the heads (2 classes + 2 classes) add 2 * (8 * 2 + 2) parameters
+    counts = parameter_counts(spec)
+    heads = parameter_counts(load_benchmark(str(spec_file), ["data.datasets=[my-shapes]"]))
+    assert counts["sgd"] - heads["sgd"] == 8 * 2 + 2
