@@ -4,13 +4,15 @@ A spec has the keys `name`, `description`, `data`, `network`, `training`, `appro
 `variant` + `variants` (named sets of overrides, e.g. pmnist's small/medium/large network). Overrides from
 `--set KEY=VALUE` are applied last; a first key segment that names an approach means `approaches.<name>`.
 Approach sections are validated against the approach's own hyper-parameter dataclass by
-`clbench.approaches.resolve` (that needs torch; this module does not).
+`clbench.approaches.resolve` (that needs torch; this module does not); `check_approach_sections` makes a section
+that names no registered approach (a typo such as `haat`) an error, given the registry's names.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +97,7 @@ class BenchmarkSpec:
     network: NetworkSpec
     training: TrainingSpec
     approaches: dict[str, dict[str, Any]]
+    overrides: tuple[str, ...] = ()  # the `--set`/`--grid` texts applied, to name them in errors
 
     def approach_section(self, method: str) -> dict[str, Any]:
         """The raw (not yet validated) section of one approach; empty if the spec has none."""
@@ -148,7 +151,32 @@ def load_benchmark(name_or_path: str, overrides: list[str] | tuple[str, ...] = (
     for key_path, value in parsed:
         if key_path != ["variant"]:
             _set(raw, key_path, value)
-    return _validate(raw, source=str(path))
+    return replace(_validate(raw, source=str(path)), overrides=tuple(overrides))
+
+
+def check_approach_sections(spec: BenchmarkSpec, known: Collection[str]) -> None:
+    """Raise SpecError if an approach section (from the file, its variant, `--set` or `--grid`) is not in `known`.
+
+    Args:
+        spec: a loaded spec.
+        known: the registered approach names (`clbench.approaches.approach_names()`, plugins included).
+    """
+    unknown = sorted(set(spec.approaches) - set(known))
+    if not unknown:
+        return
+    name = unknown[0]
+    culprit = next((text for text in spec.overrides if _override_section(text) == name), None)
+    where = f"override {culprit!r} (--set/--grid)" if culprit else f"section `approaches.{name}`"
+    raise SpecError(f"{spec.source}: {where} names unknown approach {name!r}; known approaches: "
+                    f"{', '.join(sorted(known))} (fix the spelling, or remove the section)")
+
+
+def _override_section(text: str) -> str | None:
+    """The approach section an override text writes to (`haat.smax=3` -> haat), or None."""
+    key_path, _ = parse_override(text)
+    if key_path[0] == "approaches":
+        return key_path[1] if len(key_path) > 1 else None
+    return None if key_path[0] in TOP_LEVEL_KEYS else key_path[0]
 
 
 def _apply_variant(raw: dict[str, Any], parsed: list[tuple[list[str], Any]], source: str) -> dict[str, Any]:
@@ -179,6 +207,9 @@ def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
 
 def _set(raw: dict[str, Any], key_path: list[str], value: Any) -> None:
     """Apply one `--set` override; `hat.smax` means `approaches.hat.smax`."""
+    if len(key_path) == 1 and key_path[0] not in TOP_LEVEL_KEYS:
+        raise SpecError(f"--set {key_path[0]}: unknown key; use a section key such as training.lr or "
+                        f"hat.smax, or one of {', '.join(TOP_LEVEL_KEYS)}")
     if key_path[0] not in TOP_LEVEL_KEYS:
         key_path = ["approaches", *key_path]
     node = raw
