@@ -35,6 +35,9 @@ class DataSpec:
                       choices=("image32", "mnist28"))
     classes_per_task: tuple[int, ...] | None = field(
         None, doc="split: classes per task for each data set, e.g. [5] for split MNIST, [2, 20] for CIFAR", minimum=1)
+    remainder: str = field("error", doc="split: classes left over when a block size does not divide a data set's "
+                                        "class count: error, keep (a smaller last task), drop, or merge (into the "
+                                        "last task)", choices=("error", "keep", "drop", "merge"))
     n_tasks: int | None = field(None, doc="permuted: the number of permutations (tasks)", minimum=1)
     shuffle_tasks: bool = field(True, doc="task order shuffled by the seed (paper: yes; split MNIST: fixed)")
     validation_fraction: float = field(0.15, doc="held-out share of each task's training set (paper: 15%)",
@@ -247,9 +250,46 @@ def _validate(raw: dict[str, Any], source: str) -> BenchmarkSpec:
     )
 
 
+def class_blocks(dataset: str, n_classes: int, block: int, remainder: str = "error") -> list[range]:
+    """Classes 0..n_classes-1 in consecutive blocks of `block` >= 1 (the tasks of a split data set).
+
+    When `block` does not divide `n_classes`, `remainder` says what happens to the rest (`data.remainder`):
+    error (SpecError: [3] on MNIST would make a one-class task `mnist:9-9`, trivially 100% accurate), keep (a
+    smaller last task), drop (the rest is not used) or merge (the rest joins the last full block).
+    """
+    rest = n_classes % block
+    full = [range(first, first + block) for first in range(0, n_classes - rest, block)]
+    if rest == 0:
+        return full
+    if remainder == "keep" or (remainder == "merge" and not full):
+        return [*full, range(n_classes - rest, n_classes)]
+    if remainder == "merge":
+        return [*full[:-1], range(full[-1].start, n_classes)]
+    if remainder == "drop" and full:
+        return full
+    divisors = ", ".join(str(d) for d in range(1, n_classes + 1) if n_classes % d == 0)
+    raise SpecError(f"`data.classes_per_task` is {block} for {dataset}, which has {n_classes} classes: blocks of "
+                    f"{block} leave {rest} class(es) over; use a block size that divides {n_classes} ({divisors}) "
+                    f"or set `data.remainder` to keep, drop or merge (now {remainder})")
+
+
+def _check_class_blocks(data: DataSpec, source: str) -> None:
+    """The split's block sizes against the class counts of the built-in data sets (others: when loaded)."""
+    from clbench.data.sources import DATASET_NAMES, get_source  # torch-free, but only needed here
+
+    for name, block in zip(data.datasets, data.classes_per_task or ()):
+        if name in DATASET_NAMES:
+            try:
+                class_blocks(name, get_source(name).n_classes, block, data.remainder)
+            except SpecError as error:
+                raise SpecError(f"{source}: {error}") from None
+
+
 def _check_data(data: DataSpec, source: str) -> None:
     if data.kind == "split" and (data.classes_per_task is None or len(data.classes_per_task) != len(data.datasets)):
         raise SpecError(f"{source}: `data.classes_per_task` needs one value per data set for kind split")
+    if data.kind == "split":
+        _check_class_blocks(data, source)
     if data.kind == "permuted" and (data.n_tasks is None or len(data.datasets) != 1):
         raise SpecError(f"{source}: kind permuted needs exactly one data set and `data.n_tasks`")
     if data.form == "mnist28" and not set(data.datasets) <= {"mnist", "fashion-mnist"}:

@@ -165,3 +165,23 @@ def test_variants_select_network_and_hyperparameters() -> None:
         load_benchmark("pmnist", ["variant=huge"])
     # --set wins over the variant
     assert load_benchmark("pmnist", ["variant=large", "network.dropout=0.1"]).network.dropout == 0.1
+
+
+def test_split_remainder_is_an_error_at_load_time() -> None:
+    with pytest.raises(SpecError) as error:
+        load_benchmark("mnist2", ["data.classes_per_task=[3]"])
+    message = str(error.value)
+    assert message.startswith(str(benchmarks_dir() / "mnist2.yaml"))
+    assert "`data.classes_per_task` is 3 for mnist, which has 10 classes" in message and "(1, 2, 5, 10)" in message
+    assert "`data.remainder`" in message
+    assert load_benchmark("mnist2", ["data.classes_per_task=[2]"]).data.classes_per_task == (2,)
+    assert load_benchmark("mnist2", ["data.classes_per_task=[3]", "data.remainder=merge"]).data.remainder == "merge"
+    with pytest.raises(SpecError, match="`data.remainder` is 'ignore'; expected one of error, keep, drop, merge"):
+        load_benchmark("mnist2", ["data.remainder=ignore"])
+
+
+def test_wrong_data_form_lists_the_forms() -> None:
+    with pytest.raises(SpecError, match=r"`data.form` is 'mnist32'; expected one of image32, mnist28"):
+        load_benchmark("mnist2", ["data.form=mnist32"])
+    with pytest.raises(SpecError, match=r"`data.form` mnist28 is only for mnist and fashion-mnist"):
+        load_benchmark("cifar-incremental", ["data.form=mnist28"])
