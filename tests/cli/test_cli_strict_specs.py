@@ -32,3 +32,11 @@ def test_misspelled_approach_exits_2_before_any_work(arguments: list[str], tmp_p
     assert result.exception is None or isinstance(result.exception, SystemExit)
     _assert_names_haat(result.output)
     assert not results.exists()
+
+
+def test_split_remainder_exits_2_naming_the_data_set(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["train", "mnist2", "-m", "sgd", "--set", "data.classes_per_task=[3]",
+                                 "--results", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    assert "is 3 for mnist, which has 10 classes" in " ".join(result.output.split())
+    assert not (tmp_path / "r").exists()
