@@ -5,14 +5,16 @@ A spec has the keys `name`, `description`, `data`, `network`, `training`, `appro
 (the spec's own data sets: an image folder or an npz file, see `clbench.data.custom`). Overrides from
 `--set KEY=VALUE` are applied last; a first key segment that names an approach means `approaches.<name>`.
 Approach sections are validated against the approach's own hyper-parameter dataclass by
-`clbench.approaches.resolve` (that needs torch; this module does not).
+`clbench.approaches.resolve` (that needs torch; this module does not); `check_approach_sections` makes a section
+that names no registered approach (a typo such as `haat`) an error, given the registry's names.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,9 @@ class DataSpec:
                       choices=("image32", "mnist28"))
     classes_per_task: tuple[int, ...] | None = field(
         None, doc="split: classes per task for each data set, e.g. [5] for split MNIST, [2, 20] for CIFAR", minimum=1)
+    remainder: str = field("error", doc="split: classes left over when a block size does not divide a data set's "
+                                        "class count: error, keep (a smaller last task), drop, or merge (into the "
+                                        "last task)", choices=("error", "keep", "drop", "merge"))
     n_tasks: int | None = field(None, doc="permuted: the number of permutations (tasks)", minimum=1)
     shuffle_tasks: bool = field(True, doc="task order shuffled by the seed (paper: yes; split MNIST: fixed)")
     validation_fraction: float = field(0.15, doc="held-out share of each task's training set (paper: 15%)",
@@ -110,6 +115,7 @@ class BenchmarkSpec:
     training: TrainingSpec
     approaches: dict[str, dict[str, Any]]
     datasets: dict[str, DatasetEntry] = dataclass_field(default_factory=dict)  # own data sets, absolute paths
+    overrides: tuple[str, ...] = ()  # the `--set`/`--grid` texts applied, to name them in errors
 
     def approach_section(self, method: str) -> dict[str, Any]:
         """The raw (not yet validated) section of one approach; empty if the spec has none."""
@@ -163,7 +169,32 @@ def load_benchmark(name_or_path: str, overrides: list[str] | tuple[str, ...] = (
     for key_path, value in parsed:
         if key_path != ["variant"]:
             _set(raw, key_path, value)
-    return _validate(raw, source=str(path))
+    return replace(_validate(raw, source=str(path)), overrides=tuple(overrides))
+
+
+def check_approach_sections(spec: BenchmarkSpec, known: Collection[str]) -> None:
+    """Raise SpecError if an approach section (from the file, its variant, `--set` or `--grid`) is not in `known`.
+
+    Args:
+        spec: a loaded spec.
+        known: the registered approach names (`clbench.approaches.approach_names()`, plugins included).
+    """
+    unknown = sorted(set(spec.approaches) - set(known))
+    if not unknown:
+        return
+    name = unknown[0]
+    culprit = next((text for text in spec.overrides if _override_section(text) == name), None)
+    where = f"override {culprit!r} (--set/--grid)" if culprit else f"section `approaches.{name}`"
+    raise SpecError(f"{spec.source}: {where} names unknown approach {name!r}; known approaches: "
+                    f"{', '.join(sorted(known))} (fix the spelling, or remove the section)")
+
+
+def _override_section(text: str) -> str | None:
+    """The approach section an override text writes to (`haat.smax=3` -> haat), or None."""
+    key_path, _ = parse_override(text)
+    if key_path[0] == "approaches":
+        return key_path[1] if len(key_path) > 1 else None
+    return None if key_path[0] in TOP_LEVEL_KEYS else key_path[0]
 
 
 def _apply_variant(raw: dict[str, Any], parsed: list[tuple[list[str], Any]], source: str) -> dict[str, Any]:
@@ -194,6 +225,9 @@ def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
 
 def _set(raw: dict[str, Any], key_path: list[str], value: Any) -> None:
     """Apply one `--set` override; `hat.smax` means `approaches.hat.smax`."""
+    if len(key_path) == 1 and key_path[0] not in TOP_LEVEL_KEYS:
+        raise SpecError(f"--set {key_path[0]}: unknown key; use a section key such as training.lr or "
+                        f"hat.smax, or one of {', '.join(TOP_LEVEL_KEYS)}")
     if key_path[0] not in TOP_LEVEL_KEYS:
         key_path = ["approaches", *key_path]
     node = raw
@@ -255,6 +289,41 @@ def _own_datasets(raw: Any, source: str) -> dict[str, DatasetEntry]:
     return entries
 
 
+def class_blocks(dataset: str, n_classes: int, block: int, remainder: str = "error") -> list[range]:
+    """Classes 0..n_classes-1 in consecutive blocks of `block` >= 1 (the tasks of a split data set).
+
+    When `block` does not divide `n_classes`, `remainder` says what happens to the rest (`data.remainder`):
+    error (SpecError: [3] on MNIST would make a one-class task `mnist:9-9`, trivially 100% accurate), keep (a
+    smaller last task), drop (the rest is not used) or merge (the rest joins the last full block).
+    """
+    rest = n_classes % block
+    full = [range(first, first + block) for first in range(0, n_classes - rest, block)]
+    if rest == 0:
+        return full
+    if remainder == "keep" or (remainder == "merge" and not full):
+        return [*full, range(n_classes - rest, n_classes)]
+    if remainder == "merge":
+        return [*full[:-1], range(full[-1].start, n_classes)]
+    if remainder == "drop" and full:
+        return full
+    divisors = ", ".join(str(d) for d in range(1, n_classes + 1) if n_classes % d == 0)
+    raise SpecError(f"`data.classes_per_task` is {block} for {dataset}, which has {n_classes} classes: blocks of "
+                    f"{block} leave {rest} class(es) over; use a block size that divides {n_classes} ({divisors}) "
+                    f"or set `data.remainder` to keep, drop or merge (now {remainder})")
+
+
+def _check_class_blocks(data: DataSpec, source: str) -> None:
+    """The split's block sizes against the class counts of the built-in data sets (others: when loaded)."""
+    from clbench.data.sources import DATASET_NAMES, get_source  # torch-free, but only needed here
+
+    for name, block in zip(data.datasets, data.classes_per_task or ()):
+        if name in DATASET_NAMES:
+            try:
+                class_blocks(name, get_source(name).n_classes, block, data.remainder)
+            except SpecError as error:
+                raise SpecError(f"{source}: {error}") from None
+
+
 def _check_data(data: DataSpec, source: str, own_datasets: tuple[str, ...] = ()) -> None:
     from clbench.data.sources import DATASET_NAMES
 
@@ -265,6 +334,8 @@ def _check_data(data: DataSpec, source: str, own_datasets: tuple[str, ...] = ())
                             f"(declare your own under `datasets:`)")
     if data.kind == "split" and (data.classes_per_task is None or len(data.classes_per_task) != len(data.datasets)):
         raise SpecError(f"{source}: `data.classes_per_task` needs one value per data set for kind split")
+    if data.kind == "split":
+        _check_class_blocks(data, source)
     if data.kind == "permuted" and (data.n_tasks is None or len(data.datasets) != 1):
         raise SpecError(f"{source}: kind permuted needs exactly one data set and `data.n_tasks`")
     if data.form == "mnist28" and not set(data.datasets) <= {"mnist", "fashion-mnist", *own_datasets}:

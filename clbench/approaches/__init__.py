@@ -16,7 +16,7 @@ from clbench.approaches import joint, random_classifier, sgd, sgd_frozen  # noqa
 from clbench.approaches.base import REGISTRY, Approach, ApproachContext, Hyperparameters
 from clbench.config import build, to_dict
 from clbench.errors import SpecError
-from clbench.spec import BenchmarkSpec, TrainingSpec
+from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections
 
 __all__ = ["REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach", "resolve",
            "approach_names"]
@@ -51,11 +51,27 @@ def lookup(method: str) -> type[Approach]:
 
 
 def resolve(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
-    """Validate the spec's section for `method` (its `training` sub-section overrides the protocol)."""
-    cls = lookup(method)
+    """Validate the spec's section for `method` (its `training` sub-section overrides the protocol).
+
+    Every other approach section is validated too (names against the registry, keys against each dataclass),
+    so that a typo in a section of an approach that is not run, e.g. from `--grid`, is an error as well.
+    """
+    lookup(method)
+    check_approach_sections(spec, approach_names())
+    for other in spec.approaches:
+        if other != method:
+            _build(spec, other)
+    return _build(spec, method)
+
+
+def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
+    cls = REGISTRY[method]
     section = spec.approach_section(method)
     training_overrides = section.pop("training", None) or {}
     where = f"approaches.{method}"
+    if not isinstance(training_overrides, dict):
+        raise SpecError(f"{spec.source}: `{where}.training` must be a mapping of training keys, e.g. "
+                        f"{{max_epochs: 50}}")
     hyperparameters = build(cls.hyperparameters_class, section, where=where, source=spec.source)
     merged = {**to_dict(spec.training), **training_overrides}
     training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source)
