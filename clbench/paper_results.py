@@ -80,8 +80,10 @@ class PaperResults:
         section = self.protocol.get("benchmarks", {}).get(benchmark, {})
         settings = dict(self.protocol.get("common", {}))
         settings |= section.get("network", {})
-        settings |= section.get("variants", {}).get(variant, {}) if variant is not None else {}
+        variant_section = section.get("variants", {}).get(variant, {}) if variant is not None else {}
+        settings |= {key: value for key, value in variant_section.items() if key != "methods"}
         settings |= section.get("methods", {}).get(method, {})
+        settings |= variant_section.get("methods", {}).get(method, {})
         return settings
 
 

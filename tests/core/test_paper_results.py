@@ -154,6 +154,16 @@ def test_setting_differences_from_config_and_overrides() -> None:
         "settings unknown (no run.json with the resolved config)", "--set training.max_epochs=200"]
 
 
+def test_expected_settings_per_variant_and_method() -> None:
+    paper = load_paper_results()
+    small, large = (paper.expected_settings("pmnist", variant, "hat") for variant in ("small", "large"))
+    assert (small["hyperparameters.smax"], small["network.hidden"], small["hyperparameters.c"]) == (
+        200, [100, 100], 0.5)
+    assert (large["hyperparameters.smax"], large["network.dropout"], large["training.max_epochs"]) == (400, 0.5, 200)
+    assert "hyperparameters.smax" not in paper.expected_settings("pmnist", "small", "sgd")
+    assert paper.expected_settings("mnist2", None, "hat")["training.max_epochs"] == 50
+
+
 def test_compare_difference_in_paper_std_and_missing_stages() -> None:
     paper = load_paper_results()
     ours = OurRow("hat", "hat", None, (Cell(0.0, 0.0, 10), Cell(-0.05, 0.01, 10)))
