@@ -200,8 +200,8 @@ def compare_cell(row: OurRow, cell: PaperRow) -> ComparisonRow:
 
 
 def _unmatched_notes(cells: Sequence[PaperRow], matched: set[PaperRow]) -> list[str]:
-    missing = sorted({cell.approach for cell in cells if cell.clbench_method is not None and cell not in matched})
-    absent = sorted({cell.approach for cell in cells if cell.clbench_method is None})
+    missing = sorted({_paper_name(cell) for cell in cells if cell.clbench_method is not None and cell not in matched})
+    absent = sorted({_paper_name(cell) for cell in cells if cell.clbench_method is None})
     notes = [f"paper rows without runs here: {', '.join(missing)}"] if missing else []
     return notes + ([f"paper rows for approaches clbench does not implement: {', '.join(absent)}"] if absent else [])
 
@@ -360,8 +360,12 @@ def comparison_table(comparison: Comparison) -> Table:
 
 
 def _paper_label(cell: PaperRow) -> str:
-    size = f" ({cell.parameters})" if cell.parameters and cell.benchmark == "pmnist" else ""
-    return f"{cell.approach}{size} [{cell.table}]"
+    return f"{_paper_name(cell)} [{cell.table}]"
+
+
+def _paper_name(cell: PaperRow) -> str:
+    """The approach as the paper names it, with its parameter count on pmnist (`EWC (5.8M)`)."""
+    return f"{cell.approach} ({cell.parameters})" if cell.parameters and cell.benchmark == "pmnist" else cell.approach
 
 
 def _cell_text(cell: Cell | None, scale: float, digits: int) -> str:

@@ -281,6 +281,7 @@ def test_pmnist_large_is_compared_with_the_large_row(tmp_path: Path) -> None:
     assert frame["reproduction"].all()  # the paper gives no seed count for this table
     code, text = invoke("pmnist", "--results", str(tmp_path), "--paper")
     assert code == 0 and "HAT -- Large (5.8M) [tab:PMNIST]" in text and "91.6" not in text
+    assert "- paper rows without runs here: EWC (0.1M), HAT -- Medium (0.7M), HAT -- Small (0.1M)" in text
 
 
 def test_pmnist_large_with_a_small_network_names_the_network_change(tmp_path: Path) -> None:
