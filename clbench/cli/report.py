@@ -32,6 +32,7 @@ class ReportRequest:
     references: bool
     seeds: list[int] | None
     plot: Path | None
+    paper: bool = False
 
 
 @handle_errors
@@ -39,7 +40,7 @@ def report(
     benchmark: str | None = typer.Argument(None, help="Benchmark name (default: every benchmark in the results)."),
     results: Path = ResultsOption,
     table: bool | None = typer.Option(None, "--table/--no-table", help="The per-stage table of --metric "
-                                      "(default: on, unless --summary, --time or --hat is given)."),
+                                      "(default: on, unless --summary, --time, --hat or --paper is given)."),
     summary: bool = typer.Option(False, "--summary", help="After the last task: parameters, A<=T, backward "
                                  "transfer, max-previous forgetting."),
     time: bool = typer.Option(False, "--time", help="Training time: total, per epoch, per batch (and the "
@@ -54,15 +55,17 @@ def report(
     seeds: str | None = typer.Option(None, "--seeds", help="Only these seeds: 0-9, 0,3,7 or 4."),
     plot: Path | None = typer.Option(None, "--plot", help="Write the figures (PNG and PDF) to this folder."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the tables to this file too."),
+    paper: bool = typer.Option(False, "--paper", help="The paper's published numbers beside ours (same approach, "
+                               "stage and pmnist variant), with the settings where our runs differ."),
 ) -> None:
     """The paper's tables (forgetting ratio or accuracy per stage, summary, time, HAT) and figures."""
     if fmt not in FORMATS:
         raise ClbenchError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if metric not in METRICS:
         raise ClbenchError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
-    others = summary or time or hat
+    others = summary or time or hat or paper
     request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
-                            references, parse_seeds(seeds) if seeds else None, plot)
+                            references, parse_seeds(seeds) if seeds else None, plot, paper)
     text, figures = run_report(results, benchmark, request)
     if output is not None:
         output.write_text(text)
@@ -113,6 +116,11 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest) -> tup
     if hat is not None:
         text = tables.hat_csv(hat) if fmt == "csv" else tables.render_tables(tables.hat_tables(hat), fmt)
         sections.append((name, "hat", text))
+    if request.paper:
+        from clbench.paper_results import build_paper_comparison, render_comparison
+
+        comparison = build_paper_comparison(results, name, results=loaded)
+        sections.append((name, "paper", render_comparison(comparison, fmt)))
     figures = _draw(request, main, hat)
     return sections, figures
 
