@@ -215,3 +215,32 @@ def test_bench_measures_a_plugin(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (stored,) = (tmp_path / "_bench").glob("*.parquet")
     assert set(pd.read_parquet(stored)["method"]) == {"my-plugin"}
+
+
+@pytest.mark.slow  # runs pip (offline: --no-deps --no-build-isolation)
+def test_pip_installed_example_registers_through_its_entry_point(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
+                    str(target), str(REPO / "examples" / "l2transfer")], check=True, cwd=tmp_path)
+    monkeypatch.syspath_prepend(str(target))
+    assert "l2transfer" in approach_names()
+    assert ORIGINS["l2transfer"]["distribution"] == "clbench-l2transfer"
+    assert ORIGINS["l2transfer"]["module"] == "clbench_l2transfer"
+
+
+def test_the_readme_plugin_loads_and_validates_its_hyperparameters(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text().split("## Benchmark your own method")[1]
+    source = readme.split("```python\n")[1].split("```")[0]
+    (tmp_path / "my_method.py").write_text(source)
+    listed = runner.invoke(app, ["list", "-b", "mnist2", "--no-parameters", "-m",
+                                 f"{tmp_path / 'my_method.py'}:MyMethod"])
+    assert listed.exit_code == 0, listed.output
+    assert REGISTRY["my-method"].hyperparameters_class().lamb == 0.001  # type: ignore[attr-defined]
+    spec = load_benchmark("mnist2", ["my-method.lamb=0.5"])
+    assert resolve(spec, "my-method").hyperparameters.lamb == 0.5  # type: ignore[attr-defined]
+    bad = runner.invoke(app, ["train", "mnist2", "-m", f"{tmp_path / 'my_method.py'}:MyMethod", "--set",
+                              "my-method.lamb=-1", "--results", str(tmp_path)])
+    assert bad.exit_code == 2 and "lamb" in bad.output
