@@ -30,7 +30,8 @@ def list_command(
     for spec in specs:
         table.add_row(spec.name, str(len(_head_sizes(spec))), spec.network.kind, spec.description)
     out.print(table)
-    approaches = Table("approach", "summary", "origin", title="Approaches")
+    approaches = Table("approach", "summary", title="Approaches")
+    approaches.add_column("origin", overflow="fold")
     for name in approach_names():
         approaches.add_row(name, REGISTRY[name].summary, origin_label(name))
     out.print(approaches)
