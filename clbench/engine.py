@@ -27,6 +27,7 @@ import torch
 
 from clbench.approaches import Approach, ApproachContext, ResolvedApproach, resolve
 from clbench.approaches.base import EpochLog, TaskLog
+from clbench.approaches.plugins import origin_of
 from clbench.config import stable_hash, to_dict
 from clbench.data.custom import CustomDataset
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
@@ -308,7 +309,7 @@ def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
             "config_hash": plan.config_hash, "data_hash": plan.data_hash, "config": plan.config,
             "overrides": list(plan.overrides), "spec_file": plan.spec.source, "started_utc": utc_now(),
             "previous_status": previous.get("status"), "parameters": None, "resumed_after_stage": None,
-            "torch_threads": torch.get_num_threads(), **provenance}
+            "torch_threads": torch.get_num_threads(), "approach_origin": origin_of(plan.method), **provenance}
 
 
 def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, observer: RunObserver,
@@ -369,7 +370,9 @@ def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, t
         "schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
         "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed, "config_hash": plan.config_hash,
         "data_hash": plan.data_hash, "hyperparameters": json.dumps(plan.config["hyperparameters"], sort_keys=True),
-        "overrides": json.dumps(list(plan.overrides)), "stage": stage + 1, "task": task + 1,
+        "overrides": json.dumps(list(plan.overrides)),
+        "approach_origin": json.dumps(header.get("approach_origin") or origin_of(plan.method), sort_keys=True),
+        "stage": stage + 1, "task": task + 1,
         "task_name": task_name, "accuracy": float(accuracy), "loss": float(loss), "n_test": int(n_test),
         "stage_epochs": task_log.epochs if task_log else None,
         "stage_best_epoch": task_log.best_epoch if task_log else None,

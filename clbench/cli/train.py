@@ -21,7 +21,7 @@ from clbench.cli.common import (
     console,
     default_data_dir,
     handle_errors,
-    parse_methods,
+    load_methods,
     parse_seeds,
 )
 
@@ -41,7 +41,9 @@ SetOption = typer.Option(
 @handle_errors
 def train(
     benchmark: str = typer.Argument("mixture8", help="Benchmark name from benchmarks/ or a path to a YAML spec."),
-    method: str = typer.Option("hat", "--method", "-m", help="Approach(es), comma-separated, e.g. hat,sgd,joint."),
+    method: str = typer.Option("hat", "--method", "-m",
+                               help="Approach(es), comma-separated, e.g. hat,sgd,joint; a plugin as "
+                                    "path/to/file.py:Class or package.module:Class."),
     seeds: str = typer.Option("0", "--seeds", help="Seeds: 0-9, 0,3,7 or 4."),
     results: Path = ResultsOption,
     overrides: list[str] = SetOption,
@@ -69,7 +71,7 @@ def train(
     from clbench.spec import load_benchmark
 
     seed_list = parse_seeds(seeds)
-    methods = parse_methods(method) + (reference_methods() if with_references else [])
+    methods = load_methods(method) + (reference_methods() if with_references else [])
     override_sets = grid_override_sets(overrides, grid)
     specs = [load_benchmark(benchmark, override_set) for override_set in override_sets]
     plans = unique_plans(plan for spec, override_set in zip(specs, override_sets)

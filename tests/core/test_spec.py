@@ -183,5 +183,5 @@ def test_split_remainder_is_an_error_at_load_time() -> None:
 def test_wrong_data_form_lists_the_forms() -> None:
     with pytest.raises(SpecError, match=r"`data.form` is 'mnist32'; expected one of image32, mnist28"):
         load_benchmark("mnist2", ["data.form=mnist32"])
-    with pytest.raises(SpecError, match=r"`data.form` mnist28 is only for mnist, fashion-mnist and a spec.s own data sets"):
+    with pytest.raises(SpecError, match=r"`data.form` mnist28 is only for mnist, fashion-mnist and a spec.s own"):
         load_benchmark("cifar-incremental", ["data.form=mnist28"])
