@@ -36,7 +36,8 @@ class ReportRequest:
 
 @handle_errors
 def report(
-    benchmark: str | None = typer.Argument(None, help="Benchmark name (default: every benchmark in the results)."),
+    benchmark: str | None = typer.Argument(None, help="Benchmark name or a path to its YAML spec (default: every "
+                                           "benchmark in the results)."),
     results: Path = ResultsOption,
     table: bool | None = typer.Option(None, "--table/--no-table", help="The per-stage table of --metric "
                                       "(default: on, unless --summary, --time or --hat is given)."),
@@ -75,11 +76,12 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
     """The text of every table asked for, for one or every benchmark, and the figure files written."""
     from clbench.report import benchmarks_in
 
-    names = [benchmark] if benchmark else benchmarks_in(results)
+    names = [_benchmark_name(benchmark)] if benchmark else benchmarks_in(results)
+    spec_argument = benchmark if benchmark and benchmark != names[0] else None
     sections: list[tuple[str, str, str]] = []  # (benchmark, kind, text)
     figures: list[Path] = []
     for name in names:
-        found, drawn = _benchmark_sections(results, name, request)
+        found, drawn = _benchmark_sections(results, name, request, spec_argument)
         sections += found
         figures += drawn
     if request.fmt == "csv":
@@ -87,11 +89,18 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
     return _join_text(sections, request.fmt, several_benchmarks=len(names) > 1), figures
 
 
-def _benchmark_sections(results: Path, name: str, request: ReportRequest) -> tuple[list[tuple[str, str, str]],
-                                                                                    list[Path]]:
+def _benchmark_name(benchmark: str) -> str:
+    """The name a benchmark's runs are stored under: the name itself, or the `name:` of the spec file given."""
+    from clbench.spec import is_spec_path, load_benchmark
+
+    return load_benchmark(benchmark).name if is_spec_path(benchmark) else benchmark
+
+
+def _benchmark_sections(results: Path, name: str, request: ReportRequest,
+                        spec_argument: str | None = None) -> tuple[list[tuple[str, str, str]], list[Path]]:
     from clbench import report as tables
 
-    loaded = tables.load_results(results, name, request.seeds)
+    loaded = tables.load_results(results, name, request.seeds, spec_argument=spec_argument)
     fmt, ci = request.fmt, request.ci
     sections = []
     main = None
