@@ -77,10 +77,10 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
     from clbench.report import benchmarks_in
 
     names = [_benchmark_name(benchmark)] if benchmark else benchmarks_in(results)
-    spec_argument = benchmark if benchmark and benchmark != names[0] else None
     sections: list[tuple[str, str, str]] = []  # (benchmark, kind, text)
     figures: list[Path] = []
     for name in names:
+        spec_argument = (benchmark if benchmark != name else None) if benchmark else _spec_file_of_runs(results, name)
         found, drawn = _benchmark_sections(results, name, request, spec_argument)
         sections += found
         figures += drawn
@@ -94,6 +94,26 @@ def _benchmark_name(benchmark: str) -> str:
     from clbench.spec import is_spec_path, load_benchmark
 
     return load_benchmark(benchmark).name if is_spec_path(benchmark) else benchmark
+
+
+def _spec_file_of_runs(results: Path, name: str) -> str | None:
+    """The spec file a benchmark's runs were trained from (their run.json), unless it is the shipped spec."""
+    import json
+
+    from clbench.spec import benchmarks_dir
+
+    for run_file in sorted(Path(results, name).glob("*/*/seed-*/run.json")):
+        try:
+            spec_file = json.loads(run_file.read_text()).get("spec_file")
+        except (OSError, ValueError):
+            continue
+        if not spec_file:
+            continue
+        path = Path(spec_file)
+        shipped = path.name == f"{name}.yaml" and path.parent.name == "benchmarks" and \
+            (benchmarks_dir() / path.name).is_file()
+        return None if shipped else spec_file
+    return None
 
 
 def _benchmark_sections(results: Path, name: str, request: ReportRequest,

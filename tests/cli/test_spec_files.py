@@ -135,3 +135,18 @@ def test_shipped_benchmarks_are_printed_by_name(tmp_path: Path) -> None:
     spec = tmp_path / "with space.yaml"
     spec.write_text(SPEC)
     assert command_argument(load_benchmark(str(spec))) == shlex.quote(str(spec))
+
+
+def test_report_of_every_benchmark_names_the_spec_file_the_runs_came_from(in_workdir: Path) -> None:
+    trained = runner.invoke(app, ["train", "mine.yaml", "-m", "sgd", "--seeds", "1", "--device", "cpu",
+                                  "--results", "only-sgd"])
+    assert trained.exit_code == 0, trained.output
+    shipped = runner.invoke(app, ["train", "mnist2", "-m", "sgd", "--seeds", "1", "--device", "cpu",
+                                  "--results", "only-sgd", "--set", "data.max_train_samples=300",
+                                  "--set", "data.max_test_samples=200", "--set", "training.max_epochs=1",
+                                  "--set", "network.hidden=[16]"])
+    assert shipped.exit_code == 0, shipped.output
+    report = runner.invoke(app, ["report", "--results", "only-sgd"])
+    assert report.exit_code == 0, report.output
+    commands = sorted(c[:4] for c in printed_commands(report.output) if c[0] == "train")
+    assert commands == [["train", "mine.yaml", "-m", "joint,random"], ["train", "mnist2", "-m", "joint,random"]]
