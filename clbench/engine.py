@@ -50,7 +50,7 @@ from clbench.results import (
     write_parquet,
 )
 from clbench.seeding import seed_global_torch
-from clbench.spec import BenchmarkSpec
+from clbench.spec import BenchmarkSpec, command_argument
 
 log = logging.getLogger(__name__)
 
@@ -454,8 +454,9 @@ def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader) ->
     approach = build_approach(plan, tasks, device)
     stored = read_run_file(plan.run_dir)
     if stored is None:
-        raise ClbenchError(f"no run at {plan.run_dir}: train it first with `clbench train {plan.spec.name} "
-                           f"-m {plan.method} --seeds {plan.seed}` (with the same --set options)")
+        raise ClbenchError(f"no run at {plan.run_dir}: train it first with `clbench train "
+                           f"{command_argument(plan.spec)} -m {plan.method} --seeds {plan.seed}` "
+                           "(with the same --set options)")
     header = {**stored, **machine_provenance(str(device), str(torch.__version__), torch.version.cuda),
               "started_utc": utc_now()}
     rows: list[dict[str, Any]] = []

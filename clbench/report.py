@@ -22,6 +22,7 @@ import html
 import json
 import math
 import os
+import shlex
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -137,6 +138,8 @@ class Results:
         incomplete: run.json contents (run_id, status, error, method, seed) of runs without accuracy file.
         files: the file names in every run folder, by run id (to find monitoring tables without stat calls).
         info: `runs` as one dict per run id (fast look-ups in loops over runs).
+        spec_argument: how the user named the benchmark when it is not a shipped spec (its spec file, as given),
+            so that the commands printed in notes work when pasted; None: the benchmark's name.
     """
 
     results_dir: Path
@@ -147,9 +150,15 @@ class Results:
     incomplete: list[dict[str, Any]] = field(default_factory=list)
     files: dict[str, set[str]] = field(default_factory=dict)
     info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    spec_argument: str | None = None
 
     def folder(self, run_id: str) -> Path:
         return Path(self.info[run_id]["folder"])
+
+    @property
+    def command_name(self) -> str:
+        """The benchmark as printed commands name it (`clbench train <this> ...`)."""
+        return shlex.quote(self.spec_argument) if self.spec_argument else self.benchmark
 
 
 def benchmarks_in(results_dir: Path) -> list[str]:
@@ -222,8 +231,12 @@ def _pandas_dtype(kind: str) -> str:
     return {"int64": "int64", "double": "float64"}.get(kind, "object")
 
 
-def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None = None) -> Results:
-    """Every run of one benchmark under `results_dir` (optionally only `seeds`), schema-checked."""
+def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None = None,
+                 spec_argument: str | None = None) -> Results:
+    """Every run of one benchmark under `results_dir` (optionally only `seeds`), schema-checked.
+
+    `spec_argument`: the spec file the user named the benchmark by, if any (see `Results.spec_argument`).
+    """
     root = Path(results_dir)
     if not root.is_dir():
         raise ResultsError(f"results folder {root} does not exist; run `clbench train ... --results {root}` first")
@@ -244,7 +257,8 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     runs["folder"] = [str(root / benchmark / run_id.split("/", 1)[-1]) for run_id in runs.index]
     files = {run_id: folders.get(Path(folder), set()) for run_id, folder in zip(runs.index, runs["folder"])}
     info = runs.to_dict("index")
-    return Results(root, benchmark, frame, runs, metrics.accuracy_matrices(frame), incomplete, files, info)
+    return Results(root, benchmark, frame, runs, metrics.accuracy_matrices(frame), incomplete, files, info,
+                   spec_argument)
 
 
 def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> None:
@@ -338,7 +352,7 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
     report.notes += incomplete_notes(results)
     if results.frame.empty:
         report.notes.append(f"no finished runs of {benchmark} in {results.results_dir}: run `clbench train "
-                            f"{benchmark} -m METHOD --seeds 0-9 --results {results.results_dir}`")
+                            f"{results.command_name} -m METHOD --seeds 0-9 --results {results.results_dir}`")
         return report
     report.stages = list(range(1, int(results.frame["stage"].max()) + 1))
     keep = include_references or metric == "accuracy"
@@ -366,7 +380,7 @@ def incomplete_notes(results: Results) -> list[str]:
     for run in results.incomplete:
         reason = f" ({run['error']})" if run.get("error") else ""
         notes.append(f"left out {run['run_id']}: {run['status']}{reason}; re-run `clbench train "
-                     f"{results.benchmark} -m {run['method']} --seeds {run['seed']}` (with the same --set options)")
+                     f"{results.command_name} -m {run['method']} --seeds {run['seed']}` (with the same --set options)")
     return notes
 
 
@@ -423,7 +437,8 @@ def run_values(results: Results, metric: str, notes: list[str], include_referenc
         run = results.info[run_id]
         if run["method"] in REFERENCES and not include_references:
             continue
-        curve = _run_values(notes, run_id, run, results.matrices[run_id], references, results.results_dir, metric)
+        curve = _run_values(notes, run_id, run, results.matrices[run_id], references, results.results_dir, metric,
+                            results.command_name)
         if curve is not None:
             values[run_id] = curve
     return values
@@ -441,7 +456,7 @@ def _references(results: Results) -> dict[tuple[str, str, int], np.ndarray]:
 
 def _run_values(notes: list[str], run_id: str, run: dict[str, Any], matrix: np.ndarray,
                 references: dict[tuple[str, str, int], np.ndarray], results_dir: Path,
-                metric: str) -> np.ndarray | None:
+                metric: str, command_name: str) -> np.ndarray | None:
     if not metrics.is_complete_matrix(matrix):
         notes.append(f"left out {run_id}: its accuracy matrix is incomplete (a stage or task is missing)")
         return None
@@ -453,7 +468,7 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], matrix: np.n
     missing = [name for name, ref in (("joint", joint), ("random", random)) if ref is None]
     if missing:
         overrides = " ".join(f"--set {o}" for o in json.loads(run["overrides"] or "[]") if not _is_method_override(o))
-        command = " ".join(part for part in (f"clbench train {run['benchmark']} -m {','.join(missing)}",
+        command = " ".join(part for part in (f"clbench train {command_name} -m {','.join(missing)}",
                                               f"--seeds {seed}", overrides, f"--results {results_dir}") if part)
         notes.append(f"left out {run_id}: no {' and no '.join(missing)} reference for seed {seed} "
                      f"(data {run['data_hash']}); make it with `{command}`")
@@ -596,7 +611,8 @@ def build_time_report(results: Results) -> TimeReport:
             sorted(int(s) for s in runs.loc[group.index, "seed"])))
     report.rows.sort(key=lambda row: (-_sort_value(row.total_seconds), row.label))
     report.notes += seed_coverage_notes({row.label: row.seeds for row in report.rows})
-    report.notes += _device_notes(results, timed.index) + _bench_notes(bench, results.results_dir, results.benchmark)
+    report.notes += _device_notes(results, timed.index) + _bench_notes(bench, results.results_dir, results.benchmark,
+                                                                      results.command_name)
     return report
 
 
@@ -625,11 +641,11 @@ def _device_notes(results: Results, run_ids: Iterable[str]) -> list[str]:
                                                       for device, n in counts.items())]
 
 
-def _bench_notes(bench: pd.DataFrame, results_dir: Path, benchmark: str) -> list[str]:
+def _bench_notes(bench: pd.DataFrame, results_dir: Path, benchmark: str, command_name: str) -> list[str]:
     """Where batch-F / batch-FB come from: device, batch size, torch version and date (per method if they differ)."""
     if bench.empty:
         return [f"batch-F / batch-FB: no bench results for {benchmark} in {Path(results_dir) / BENCH_FOLDER}; "
-                f"measure them with `clbench bench {benchmark} -m METHODS --results {results_dir}`"]
+                f"measure them with `clbench bench {command_name} -m METHODS --results {results_dir}`"]
     settings: dict[str, list[str]] = {}
     for row in bench.to_dict("records"):
         described = ", ".join(f"{name} {row[column]}" for column, name in (

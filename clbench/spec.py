@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
+import shlex
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
@@ -123,8 +124,29 @@ class BenchmarkSpec:
 
 
 def benchmarks_dir() -> Path:
-    """The folder of shipped specs (`benchmarks/` at the project root)."""
-    return Path(__file__).resolve().parent.parent / "benchmarks"
+    """The folder of shipped specs: `clbench/benchmarks/` in an installed wheel, else `benchmarks/` of the checkout.
+
+    The repository keeps the specs at its top level; the wheel ships them as the package data `clbench.benchmarks`
+    (see setup.py). A source checkout or an editable install reads them where they are.
+    """
+    package = Path(__file__).resolve().parent
+    installed = package / "benchmarks"
+    return installed if installed.is_dir() else package.parent / "benchmarks"
+
+
+def is_spec_path(name_or_path: str) -> bool:
+    """True if a benchmark argument names a YAML file (by suffix, or because it exists), not a shipped spec."""
+    path = Path(name_or_path)
+    return path.suffix in (".yaml", ".yml") or path.exists()
+
+
+def command_argument(spec: BenchmarkSpec) -> str:
+    """How a printed command names this benchmark: its name if it is a shipped spec, else its spec file (quoted)."""
+    shipped = benchmarks_dir() / f"{spec.name}.yaml"
+    source = Path(spec.source)
+    if source.is_file() and shipped.is_file() and source.resolve() == shipped.resolve():
+        return spec.name
+    return shlex.quote(spec.source)
 
 
 def benchmark_names() -> list[str]:
@@ -135,7 +157,7 @@ def benchmark_names() -> list[str]:
 def find_spec_file(name_or_path: str) -> Path:
     """A benchmark name from `benchmarks/` or a path to a YAML spec."""
     path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    if is_spec_path(name_or_path):
         if not path.is_file():
             raise SpecError(f"spec file {name_or_path} does not exist")
         return path

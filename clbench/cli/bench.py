@@ -46,7 +46,7 @@ def bench(
     from clbench.bench import BenchSettings, run_bench, write_bench
     from clbench.engine import resolve_device
     from clbench.errors import ClbenchError
-    from clbench.spec import load_benchmark
+    from clbench.spec import command_argument, load_benchmark
 
     if amp not in AMP_CHOICES:
         raise ClbenchError(f"--amp {amp!r}: use one of {', '.join(AMP_CHOICES)}")
@@ -67,7 +67,8 @@ def bench(
         out.print(f"[yellow]skipped[/] {name}: {reason}")
     if run.data == "synthetic":
         out.print(f"[yellow]synthetic data[/]: {spec.name}'s data are not all cached, so random images of the "
-                  f"real shapes and sizes were timed (`clbench fetch {spec.name}` for the real ones)")
+                  f"real shapes and sizes were timed (`clbench fetch {command_argument(spec)}` for the real ones)",
+                  soft_wrap=True)
     out.print(f"stored in {path}")
 
 

@@ -37,7 +37,8 @@ class ReportRequest:
 
 @handle_errors
 def report(
-    benchmark: str | None = typer.Argument(None, help="Benchmark name (default: every benchmark in the results)."),
+    benchmark: str | None = typer.Argument(None, help="Benchmark name or a path to its YAML spec (default: every "
+                                           "benchmark in the results)."),
     results: Path = ResultsOption,
     table: bool | None = typer.Option(None, "--table/--no-table", help="The per-stage table of --metric "
                                       "(default: on, unless --summary, --time, --hat or --paper is given)."),
@@ -78,11 +79,12 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
     """The text of every table asked for, for one or every benchmark, and the figure files written."""
     from clbench.report import benchmarks_in
 
-    names = [benchmark] if benchmark else benchmarks_in(results)
+    names = [_benchmark_name(benchmark)] if benchmark else benchmarks_in(results)
     sections: list[tuple[str, str, str]] = []  # (benchmark, kind, text)
     figures: list[Path] = []
     for name in names:
-        found, drawn = _benchmark_sections(results, name, request)
+        spec_argument = (benchmark if benchmark != name else None) if benchmark else _spec_file_of_runs(results, name)
+        found, drawn = _benchmark_sections(results, name, request, spec_argument)
         sections += found
         figures += drawn
     if request.fmt == "csv":
@@ -90,11 +92,38 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
     return _join_text(sections, request.fmt, several_benchmarks=len(names) > 1), figures
 
 
-def _benchmark_sections(results: Path, name: str, request: ReportRequest) -> tuple[list[tuple[str, str, str]],
-                                                                                    list[Path]]:
+def _benchmark_name(benchmark: str) -> str:
+    """The name a benchmark's runs are stored under: the name itself, or the `name:` of the spec file given."""
+    from clbench.spec import is_spec_path, load_benchmark
+
+    return load_benchmark(benchmark).name if is_spec_path(benchmark) else benchmark
+
+
+def _spec_file_of_runs(results: Path, name: str) -> str | None:
+    """The spec file a benchmark's runs were trained from (their run.json), unless it is the shipped spec."""
+    import json
+
+    from clbench.spec import benchmarks_dir
+
+    for run_file in sorted(Path(results, name).glob("*/*/seed-*/run.json")):
+        try:
+            spec_file = json.loads(run_file.read_text()).get("spec_file")
+        except (OSError, ValueError):
+            continue
+        if not spec_file:
+            continue
+        path = Path(spec_file)
+        shipped = path.name == f"{name}.yaml" and path.parent.name == "benchmarks" and \
+            (benchmarks_dir() / path.name).is_file()
+        return None if shipped else spec_file
+    return None
+
+
+def _benchmark_sections(results: Path, name: str, request: ReportRequest,
+                        spec_argument: str | None = None) -> tuple[list[tuple[str, str, str]], list[Path]]:
     from clbench import report as tables
 
-    loaded = tables.load_results(results, name, request.seeds)
+    loaded = tables.load_results(results, name, request.seeds, spec_argument=spec_argument)
     fmt, ci = request.fmt, request.ci
     sections = []
     main = None

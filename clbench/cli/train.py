@@ -6,6 +6,7 @@ Runs are resumed after their last finished task, locked while they run, and exec
 
 from __future__ import annotations
 
+import shlex
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -83,7 +84,7 @@ def train(
         if executor == "local":
             prepare_data(specs, data_dir, mirror)
         outcomes = _run(plans, execution, fetching_loader(data_dir, mirror))
-    _summarise(outcomes, results, specs[0].name)
+    _summarise(outcomes, results, benchmark)
 
 
 def reference_methods() -> list[str]:
@@ -132,13 +133,17 @@ def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
 
 
 def _summarise(outcomes: list[RunOutcome], results: Path, benchmark: str) -> None:
-    """One line of counts, the results folder; exit code 1 if a run failed, 130 if one was interrupted."""
+    """One line of counts, the results folder; exit code 1 if a run failed, 130 if one was interrupted.
+
+    `benchmark` is the argument as the user gave it (a name or a spec file), so the printed command works pasted.
+    """
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
     out = console()
     out.print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no runs")
-    out.print(f"results in {results}; make the table with `clbench report {benchmark} --results {results}`")
+    out.print(f"results in {results}; make the table with `clbench report {shlex.quote(benchmark)} --results "
+              f"{shlex.quote(str(results))}`", soft_wrap=True)
     if "interrupted" in counts:
         raise typer.Exit(EXIT_INTERRUPTED)
     if any(not outcome.succeeded for outcome in outcomes):
