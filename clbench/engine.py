@@ -67,6 +67,7 @@ class RunPlan:
     config_hash: str
     data_hash: str
     run_dir: Path
+    reference_hash: str = ""
 
     @property
     def method(self) -> str:
@@ -136,6 +137,18 @@ def data_identity(spec: BenchmarkSpec) -> str:
     return stable_hash({"benchmark": spec.name, "data": to_dict(spec.data), **own_datasets_identity(spec)})
 
 
+def reference_identity(spec: BenchmarkSpec) -> str:
+    """Hash of what a run's `joint` reference must share with it: the benchmark's data, network and protocol.
+
+    The protocol is the spec's `training` after `--set` (the benchmark's), not an approach's own `training:`
+    section: HAT's 50 epochs on mnist2 compare against the joint of the benchmark's protocol. Two runs with the
+    same reference hash and seed are measured against the same A_J. (The `random` reference trains nothing and is
+    matched on the data hash and the seed alone.)
+    """
+    return stable_hash({"benchmark": spec.name, "data": to_dict(spec.data), "network": to_dict(spec.network),
+                        "training": to_dict(spec.training), **own_datasets_identity(spec)})
+
+
 def own_datasets_identity(spec: BenchmarkSpec) -> dict[str, Any]:
     """`{"datasets": {name: {format, content_hash}}}` of the spec's own data sets in use; {} if none (so the
     hashes of built-in benchmarks stay as they were). Changed content changes the run's identity."""
@@ -159,7 +172,7 @@ def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int],
         for seed in seeds:
             run_dir = run_directory(results_dir, spec.name, method, config_hash, seed)
             plans.append(RunPlan(spec, approach, seed, tuple(overrides), config, config_hash,
-                                 data_identity(spec), run_dir))
+                                 data_identity(spec), run_dir, reference_identity(spec)))
     return plans
 
 
@@ -306,7 +319,8 @@ def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
     previous = read_run_file(plan.run_dir) or {}
     return {"schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
             "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed,
-            "config_hash": plan.config_hash, "data_hash": plan.data_hash, "config": plan.config,
+            "config_hash": plan.config_hash, "data_hash": plan.data_hash,
+            "reference_hash": plan.reference_hash, "config": plan.config,
             "overrides": list(plan.overrides), "spec_file": plan.spec.source, "started_utc": utc_now(),
             "previous_status": previous.get("status"), "parameters": None, "resumed_after_stage": None,
             "torch_threads": torch.get_num_threads(), "approach_origin": origin_of(plan.method), **provenance}
@@ -369,7 +383,8 @@ def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, t
     return {
         "schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
         "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed, "config_hash": plan.config_hash,
-        "data_hash": plan.data_hash, "hyperparameters": json.dumps(plan.config["hyperparameters"], sort_keys=True),
+        "data_hash": plan.data_hash, "reference_hash": plan.reference_hash,
+        "hyperparameters": json.dumps(plan.config["hyperparameters"], sort_keys=True),
         "overrides": json.dumps(list(plan.overrides)),
         "approach_origin": json.dumps(header.get("approach_origin") or origin_of(plan.method), sort_keys=True),
         "stage": stage + 1, "task": task + 1,

@@ -50,11 +50,16 @@ CONFIDENCE = 0.95
 READ_COLUMNS = (
     ("schema_version", "int64"), ("run_id", "string"), ("benchmark", "string"), ("variant", "string"),
     ("method", "string"), ("seed", "int64"), ("config_hash", "string"), ("data_hash", "string"),
+    ("reference_hash", "string"),
     ("hyperparameters", "string"), ("overrides", "string"), ("stage", "int64"), ("task", "int64"),
     ("task_name", "string"), ("accuracy", "double"), ("stage_epochs", "double"), ("stage_batches", "double"),
     ("stage_train_seconds", "double"), ("device", "string"),
 )
-IDENTITY = ("benchmark", "variant", "method", "seed", "config_hash", "data_hash", "hyperparameters", "overrides")
+IDENTITY = ("benchmark", "variant", "method", "seed", "config_hash", "data_hash", "reference_hash", "hyperparameters",
+            "overrides")
+# What a run shares with each reference (besides the seed): `joint` is trained, so it must share the run's data,
+# network and benchmark protocol (`reference_hash`); `random` trains nothing, so the data (`data_hash`) is enough.
+REFERENCE_KEYS = {"joint": "reference_hash", "random": "data_hash"}
 CAPACITY_COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("mask", "string"),
                     ("layer", "string"), ("used", "int64"), ("weights", "int64"), ("fraction", "double"))
 REUSE_COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("task", "int64"),
@@ -428,56 +433,92 @@ def run_values(results: Results, metric: str, notes: list[str], include_referenc
                run_ids: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """rho^{<=t} or A^{<=t} (length T) of every usable run (or of `run_ids`), by run id.
 
-    Why a run is not usable (incomplete matrix, no joint or random reference of its seed and data) goes to
-    `notes`, with the command that makes what is missing.
+    Why a run is not usable (incomplete matrix, no matching joint or random reference, several equally matching
+    ones) goes to `notes`, with the command that makes what is missing.
     """
-    references = _references(results) if metric == "forgetting-ratio" else {}
+    references = reference_candidates(results) if metric == "forgetting-ratio" else {}
     values: dict[str, np.ndarray] = {}
     for run_id in results.info if run_ids is None else run_ids:
         run = results.info[run_id]
         if run["method"] in REFERENCES and not include_references:
             continue
-        curve = _run_values(notes, run_id, run, results.matrices[run_id], references, results.results_dir, metric,
-                            results.command_name)
+        curve = _run_values(notes, run_id, run, results, references, metric)
         if curve is not None:
             values[run_id] = curve
     return values
 
 
-def _references(results: Results) -> dict[tuple[str, str, int], np.ndarray]:
-    """(reference method, data hash, seed) -> its matrix (the first complete one, by run id)."""
-    found: dict[tuple[str, str, int], np.ndarray] = {}
+def reference_candidates(results: Results) -> dict[tuple[str, str, int], list[str]]:
+    """(reference method, key, seed) -> the complete reference runs with that key (`REFERENCE_KEYS`), by run id."""
+    found: dict[tuple[str, str, int], list[str]] = {}
     for run_id, run in results.info.items():
-        key = (run["method"], run["data_hash"], int(run["seed"]))
-        if run["method"] in REFERENCES and key not in found and metrics.is_complete_matrix(results.matrices[run_id]):
-            found[key] = results.matrices[run_id]
+        method = run["method"]
+        if method in REFERENCES and _present(run[REFERENCE_KEYS[method]]) \
+                and metrics.is_complete_matrix(results.matrices[run_id]):
+            found.setdefault((method, run[REFERENCE_KEYS[method]], int(run["seed"])), []).append(run_id)
     return found
 
 
-def _run_values(notes: list[str], run_id: str, run: dict[str, Any], matrix: np.ndarray,
-                references: dict[tuple[str, str, int], np.ndarray], results_dir: Path,
-                metric: str, command_name: str) -> np.ndarray | None:
+def _present(value: Any) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def match_reference(results: Results, candidates: dict[tuple[str, str, int], list[str]], method: str,
+                    run: dict[str, Any]) -> tuple[np.ndarray | None, str | None]:
+    """The matrix of a run's `method` reference (joint or random), or None with why not (None: no such run).
+
+    Never chosen by order: when several runs match equally and their matrices differ, there is no answer.
+    """
+    key = run[REFERENCE_KEYS[method]]
+    if not _present(key):
+        return None, (f"it has no {REFERENCE_KEYS[method]} (written by an older clbench); re-run it with "
+                      f"`--force`")
+    run_ids = candidates.get((method, key, int(run["seed"])), [])
+    if not run_ids:
+        return None, None
+    first = results.matrices[run_ids[0]]
+    if all(np.array_equal(results.matrices[other], first, equal_nan=True) for other in run_ids[1:]):
+        return first, None
+    folders = ", ".join(str(results.folder(other)) for other in run_ids)
+    return None, (f"{len(run_ids)} {method} runs match it equally and their accuracies differ ({folders}); "
+                  f"keep one of them in this results folder (move the others to another `--results`)")
+
+
+def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Results,
+                candidates: dict[tuple[str, str, int], list[str]], metric: str) -> np.ndarray | None:
+    matrix = results.matrices[run_id]
     if not metrics.is_complete_matrix(matrix):
         notes.append(f"left out {run_id}: its accuracy matrix is incomplete (a stage or task is missing)")
         return None
     if metric == "accuracy":
         return metrics.average_accuracy(matrix)
     seed = int(run["seed"])
-    joint = references.get(("joint", run["data_hash"], seed))
-    random = references.get(("random", run["data_hash"], seed))
-    missing = [name for name, ref in (("joint", joint), ("random", random)) if ref is None]
-    if missing:
-        overrides = " ".join(f"--set {o}" for o in json.loads(run["overrides"] or "[]") if not _is_method_override(o))
-        command = " ".join(part for part in (f"clbench train {command_name} -m {','.join(missing)}",
-                                              f"--seeds {seed}", overrides, f"--results {results_dir}") if part)
-        notes.append(f"left out {run_id}: no {' and no '.join(missing)} reference for seed {seed} "
-                     f"(data {run['data_hash']}); make it with `{command}`")
+    matched = {method: match_reference(results, candidates, method, run) for method in REFERENCES}
+    refused = [reason for _, reason in matched.values() if reason]
+    if refused:
+        notes.append(f"left out {run_id}: " + "; ".join(refused))
         return None
+    missing = [method for method, (reference, _) in matched.items() if reference is None]
+    if missing:
+        notes.append(f"left out {run_id}: no {' and no '.join(missing)} reference for seed {seed} with its data, "
+                     f"network and protocol (data {run['data_hash']}, reference key {run['reference_hash']}); "
+                     f"make it with `{_reference_command(run, missing, results)}`")
+        return None
+    joint, random = matched["joint"][0], matched["random"][0]
     size = matrix.shape[0]
     if joint.shape[0] < size or random.shape[0] < size:
         notes.append(f"left out {run_id}: its references have fewer stages than the run")
         return None
     return metrics.forgetting_ratio(matrix, joint[:size, :size], metrics.random_reference(random[:size, :size]))
+
+
+def _reference_command(run: dict[str, Any], missing: Sequence[str], results: Results) -> str:
+    """The `clbench train` command that makes the missing references with the run's data, network, protocol."""
+    overrides = " ".join(f"--set {shlex.quote(option)}" for option in json.loads(run["overrides"] or "[]")
+                         if not _is_method_override(option))
+    return " ".join(part for part in (f"clbench train {results.command_name} -m {','.join(missing)}",
+                                      f"--seeds {int(run['seed'])}", overrides,
+                                      f"--results {shlex.quote(str(results.results_dir))}") if part)
 
 
 def _is_method_override(text: str) -> bool:

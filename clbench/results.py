@@ -34,7 +34,7 @@ RUN_FILE = "run.json"
 
 IDENTITY_COLUMNS = ["run_id", "benchmark", "variant", "method", "seed", "config_hash", "data_hash"]
 COLUMNS = [
-    "schema_version", *IDENTITY_COLUMNS, "hyperparameters", "overrides", "approach_origin",
+    "schema_version", *IDENTITY_COLUMNS, "reference_hash", "hyperparameters", "overrides", "approach_origin",
     "stage", "task", "task_name", "accuracy", "loss", "n_test",
     "stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds", "stage_eval_seconds",
     "clbench_version", "git_commit", "torch_version", "cuda_version", "device", "hostname",
