@@ -14,8 +14,11 @@ import clbench.approaches.hat  # noqa: F401  (registration)
 import clbench.approaches.imm  # noqa: F401  (registration)
 import clbench.approaches.lfl  # noqa: F401  (registration)
 import clbench.approaches.lwf  # noqa: F401  (registration)
+import clbench.approaches.mas  # noqa: F401  (registration)
+import clbench.approaches.packnet  # noqa: F401  (registration)
 import clbench.approaches.pathnet  # noqa: F401  (registration)
 import clbench.approaches.pnn  # noqa: F401  (registration)
+import clbench.approaches.si  # noqa: F401  (registration)
 from clbench.approaches import joint, random_classifier, sgd, sgd_frozen  # noqa: F401  (registration)
 from clbench.approaches.base import ORIGINS, REGISTRY, Approach, ApproachContext, Hyperparameters
 from clbench.approaches.plugins import ensure_loaded, is_method_spec, load_entry_points, load_method, reload_spec
