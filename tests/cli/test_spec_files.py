@@ -119,13 +119,18 @@ def test_bench_and_list_take_the_spec_file(in_workdir: Path) -> None:
 
 def test_bench_without_cached_data_prints_a_fetch_command_with_the_spec_path(in_workdir: Path,
                                                                              monkeypatch: pytest.MonkeyPatch,
-                                                                             tmp_path: Path) -> None:
+                                                                             tmp_path: Path,
+                                                                             mnist_mirror: Path) -> None:
     monkeypatch.setenv("CLBENCH_DATA", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("CLBENCH_MIRROR", str(mnist_mirror))
     bench = runner.invoke(app, ["bench", "mine.yaml", "-m", "sgd", "--device", "cpu", "--batches", "2",
                                 "--results", str(tmp_path / "r")])
     assert bench.exit_code == 0, bench.output
     [command] = printed_commands(bench.output)
     assert command == ["fetch", "mine.yaml"]
+    fetched = runner.invoke(app, command)  # pasted as printed: fetches the spec's data sets into the cache
+    assert fetched.exit_code == 0, fetched.output
+    assert (tmp_path / "empty-cache" / "mnist").is_dir()
 
 
 def test_shipped_benchmarks_are_printed_by_name(tmp_path: Path) -> None:
