@@ -61,6 +61,10 @@ def render_spec(spec: BenchmarkSpec, hyperparameters: Mapping[str, Any], header:
             lines.append(f"{INDENT * 2}training:  # this approach's own protocol values")
             docs = {f.name: f.metadata.get("doc", "") for f in dataclasses.fields(spec.training)}
             lines += [commented(key, value, docs.get(key, ""), 3) for key, value in training.items()]
+    if spec.datasets:
+        lines.append("datasets:  # the spec's own data sets (paths as resolved against the spec file's folder)")
+        for name, entry in spec.datasets.items():
+            lines += [f"{INDENT}{flow(name)}:", *dataclass_lines(entry, 2)]
     if spec.variant is not None:
         lines += [f"variant: {flow(spec.variant)}  # already merged into the values above; kept as the runs' "
                   "variant name", "variants:", f"{INDENT}{flow(spec.variant)}: {{}}"]

@@ -84,3 +84,24 @@ def test_bad_input_exits_2(arguments: list[str]) -> None:
     result = runner.invoke(app, ["spec", *arguments])
     assert result.exit_code == 2, result.output
     assert "error:" in result.output
+
+
+def test_a_spec_with_its_own_data_sets_prints_them_and_loads_back(tmp_path: Path) -> None:
+    import numpy as np
+
+    images = np.stack([np.full((28, 28), value, np.uint8) for value in (10, 20, 30, 40)])  # (4, 28, 28)
+    np.savez(tmp_path / "arrays.npz", x_train=images, y_train=np.array([0, 1, 0, 1]), x_test=images[:2],
+             y_test=np.array([0, 1]))
+    original = tmp_path / "own.yaml"
+    original.write_text(
+        "name: own\ndescription: two classes of my arrays\n"
+        "datasets:\n  my-arrays: {format: npz, path: ./arrays.npz}\n"
+        "data: {kind: split, datasets: [my-arrays], classes_per_task: [2], form: mnist28}\n"
+        "network: {kind: mlp, hidden: [8]}\ntraining: {max_epochs: 1}\napproaches: {sgd: {}}\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    copy = printed_spec(elsewhere, str(original))
+    text = copy.read_text()
+    assert "datasets:" in text and str(tmp_path / "arrays.npz") in text
+    assert load_benchmark(str(copy)).datasets == load_benchmark(str(original)).datasets
+    assert_same_resolved_spec(str(original), copy, [])
