@@ -244,3 +244,18 @@ def test_the_readme_plugin_loads_and_validates_its_hyperparameters(tmp_path: Pat
     bad = runner.invoke(app, ["train", "mnist2", "-m", f"{tmp_path / 'my_method.py'}:MyMethod", "--set",
                               "my-method.lamb=-1", "--results", str(tmp_path)])
     assert bad.exit_code == 2 and "lamb" in bad.output
+
+
+def test_the_example_packages_own_tests_pass() -> None:
+    """examples/l2transfer ships its own tests (penalty by hand, a tiny run); they run here against this clbench."""
+    import os
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLE_SRC), str(REPO)]),
+                   "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             str(REPO / "examples" / "l2transfer" / "tests")],
+                            capture_output=True, text=True, env=environment, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert " passed" in result.stdout and "failed" not in result.stdout
