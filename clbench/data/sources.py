@@ -222,6 +222,8 @@ def _features_split(path: Path, layout: str) -> tuple[np.ndarray, np.ndarray]:
     labels = np.asarray(_field(record, "labels", path.name)).reshape(-1).astype(np.int64)
     if images.ndim != 4 or len(images) != len(labels):
         raise ClbenchError(f"{path.name}: features {images.shape} and labels {labels.shape} do not match")
+    if images.dtype == np.int8:  # some upstream FaceScrub pickles; the reference reads them with .astype(np.uint8)
+        images = images.view(np.uint8)
     if images.size and (images.min() < 0 or images.max() > 255):
         raise ClbenchError(f"{path.name}: pixel values outside 0..255")
     if layout == "NHWC":

@@ -1,0 +1,62 @@
+"""Edge cases of the real upstream files: int8 FaceScrub pickles, the traffic-signs zip name, mirror checksums."""
+
+from __future__ import annotations
+
+import pickle
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clbench.data.sources import fetch_dataset, load_dataset
+from clbench.errors import ClbenchError
+
+
+def _facescrub_zip_with_int8_pixels(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """facescrub_100.zip whose pickles hold int8 features (N, 3, 32, 32), as in part of the upstream history."""
+    expected = {}
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / "facescrub_100.zip", "w") as archive:
+        for split, count in (("train", 3), ("test", 2)):
+            pixels = np.zeros((count, 3, 32, 32), np.uint8)
+            pixels[0, 0, 0, :4] = [0, 1, 127, 128]  # int8: 0, 1, 127, -128
+            pixels[0, 0, 1, :2] = [255, 200]  # int8: -1, -56
+            pixels[-1, 2, 31, 31] = 129  # int8: -127
+            stored = pixels.view(np.int8)
+            assert stored[0, 0, 1, 0] == -1 and stored.min() < 0  # really negative values in the pickle
+            labels = np.arange(count, dtype=np.int32) + 7
+            record = {"features": stored, "labels": labels}
+            archive.writestr(f"facescrub_{split}_100.pkl", pickle.dumps(record, protocol=2))
+            expected[split] = (pixels, labels.astype(np.int64))
+    return expected
+
+
+def test_facescrub_int8_pixels_are_read_as_the_same_bytes_in_uint8(tmp_path: Path, synthetic_mirror) -> None:
+    expected = _facescrub_zip_with_int8_pixels(tmp_path / "mirror" / "facescrub")
+    synthetic_mirror.repin("facescrub")
+
+    fetch_dataset("facescrub", tmp_path / "data", str(tmp_path / "mirror"))
+
+    loaded = load_dataset("facescrub", tmp_path / "data")
+    for split in ("train", "test"):
+        got = getattr(loaded, split)
+        assert got.images.dtype == np.uint8
+        assert np.array_equal(got.images, expected[split][0])
+        assert np.array_equal(got.labels, expected[split][1])
+    assert loaded.train.images[0, 0, 1, 0] == 255 and loaded.train.images[0, 0, 0, 3] == 128
+
+
+def test_facescrub_int32_pixels_outside_0_255_are_still_refused(tmp_path: Path, synthetic_mirror) -> None:
+    folder = tmp_path / "mirror" / "facescrub"
+    folder.mkdir(parents=True)
+    with zipfile.ZipFile(folder / "facescrub_100.zip", "w") as archive:
+        for split in ("train", "test"):
+            features = np.zeros((2, 3, 32, 32), np.int32)
+            features[0, 0, 0, 0] = -1
+            record = {"features": features, "labels": np.zeros(2, np.int32)}
+            archive.writestr(f"facescrub_{split}_100.pkl", pickle.dumps(record, protocol=2))
+    synthetic_mirror.repin("facescrub")
+
+    with pytest.raises(ClbenchError, match="outside 0..255"):
+        fetch_dataset("facescrub", tmp_path / "data", str(tmp_path / "mirror"))
