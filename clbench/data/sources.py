@@ -67,11 +67,20 @@ class PreparedDataset:
 
 @dataclass(frozen=True)
 class UpstreamFile:
-    """A file as published upstream; `urls` are tried in order."""
+    """A file as published upstream; `urls` are tried in order.
+
+    `aliases`: other names the same file was published under; a mirror holding the file under one of them is
+    accepted too (the download is always stored as `name`).
+    """
 
     name: str
     urls: tuple[str, ...]
     checksum: Checksum | None = None
+    aliases: tuple[str, ...] = ()
+
+    def mirror_urls(self, mirror: str, dataset: str) -> tuple[str, ...]:
+        """Where the file may be in `mirror`: `<mirror>/<dataset>/<name>`, then the same for each alias."""
+        return tuple(join_url(mirror, dataset, name) for name in (self.name, *self.aliases))
 
 
 @dataclass(frozen=True)
@@ -349,12 +358,14 @@ def _traffic_signs() -> DataSource:
     No checksum is pinned: Udacity never published one and the paper-era file (October 2016) can no longer
     be obtained to compute it; the manifest records the sha256 of what was downloaded. The alternative URLs are
     Udacity's later re-issues of the same pickles; the 2017 one splits `valid.p` off the training set, which
-    the converter appends back to recover the paper's 39,209 training images.
+    the converter appends back to recover the paper's 39,209 training images. The re-issues are named
+    `traffic-signs-data.zip`; a mirror may hold the file under either name.
     """
     urls = ("https://d17h27t6h515a5.cloudfront.net/topher/2016/October/580d53ce_traffic-sign-data/traffic-sign-data.zip",
             "https://d17h27t6h515a5.cloudfront.net/topher/2016/November/581faac4_traffic-signs-data/traffic-signs-data.zip",
             "https://s3-us-west-1.amazonaws.com/udacity-selfdrivingcar/traffic-signs-data.zip")
-    return DataSource("traffic-signs", 43, (UpstreamFile("traffic-sign-data.zip", urls),), _convert_traffic_signs,
+    upstream = UpstreamFile("traffic-sign-data.zip", urls, aliases=("traffic-signs-data.zip",))
+    return DataSource("traffic-signs", 43, (upstream,), _convert_traffic_signs,
                       forms=(("image32", Normalisation((0.3398, 0.3117, 0.3210), (0.2755, 0.2647, 0.2712))),),
                       paper_sizes=(39209, 12630), notes=_traffic_signs.__doc__ or "")
 
@@ -442,7 +453,7 @@ def _obtain(source: DataSource, upstream: UpstreamFile, downloads: Path, mirror:
     if force and upstream.checksum is None:  # nothing to verify an earlier (partial) download against
         target.with_name(target.name + ".part").unlink(missing_ok=True)
     if not _reusable(target, upstream.checksum, force):
-        urls = (join_url(mirror, source.name, upstream.name),) if mirror else upstream.urls
+        urls = upstream.mirror_urls(mirror, source.name) if mirror else upstream.urls
         try:
             origin = download(urls, target, checksum=upstream.checksum, progress=progress, retry=retry)
         except DataNotFoundError as error:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from clbench.data.sources import fetch_dataset, load_dataset
-from clbench.errors import ClbenchError
+from clbench.errors import ClbenchError, DataNotFoundError
 
 
 def _facescrub_zip_with_int8_pixels(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -60,3 +60,31 @@ def test_facescrub_int32_pixels_outside_0_255_are_still_refused(tmp_path: Path, 
 
     with pytest.raises(ClbenchError, match="outside 0..255"):
         fetch_dataset("facescrub", tmp_path / "data", str(tmp_path / "mirror"))
+
+
+@pytest.mark.parametrize("served", ["folder", "http"])
+def test_traffic_signs_mirror_may_hold_the_reissue_name(tmp_path: Path, synthetic_mirror, http_server,
+                                                        served: str) -> None:
+    expected = synthetic_mirror("traffic-signs")
+    folder = tmp_path / "mirror" / "traffic-signs"
+    (folder / "traffic-sign-data.zip").rename(folder / "traffic-signs-data.zip")
+    assert [path.name for path in folder.iterdir()] == ["traffic-signs-data.zip"]
+    mirror = http_server.serve_folder(tmp_path / "mirror") if served == "http" else str(tmp_path / "mirror")
+
+    fetch_dataset("traffic-signs", tmp_path / "data", mirror)
+
+    loaded = load_dataset("traffic-signs", tmp_path / "data")
+    assert np.array_equal(loaded.train.images, expected.train[0]) and np.array_equal(loaded.test.labels,
+                                                                                     expected.test[1])
+    assert (tmp_path / "data" / "downloads" / "traffic-signs" / "traffic-sign-data.zip").is_file()
+
+
+def test_traffic_signs_missing_under_both_names_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "mirror" / "traffic-signs").mkdir(parents=True)
+
+    with pytest.raises(DataNotFoundError) as caught:
+        fetch_dataset("traffic-signs", tmp_path / "data", str(tmp_path / "mirror"))
+
+    message = str(caught.value)
+    assert "traffic-sign-data.zip" in message and "traffic-signs-data.zip" in message
+    assert "<mirror>/traffic-signs/<file name>" in message
