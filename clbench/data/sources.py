@@ -32,7 +32,16 @@ import numpy as np
 from clbench import __version__
 from clbench.data import cache
 from clbench.data.archives import extract_archive, load_pickle, read_mat
-from clbench.data.download import Checksum, ProgressCallback, RetryPolicy, download, file_digest, file_digests, join_url
+from clbench.data.download import (
+    UPSTREAM_MISMATCH_ADVICE,
+    Checksum,
+    ProgressCallback,
+    RetryPolicy,
+    download,
+    file_digest,
+    file_digests,
+    join_url,
+)
 from clbench.errors import ClbenchError, DataNotFoundError
 
 logger = logging.getLogger(__name__)
@@ -454,8 +463,10 @@ def _obtain(source: DataSource, upstream: UpstreamFile, downloads: Path, mirror:
         target.with_name(target.name + ".part").unlink(missing_ok=True)
     if not _reusable(target, upstream.checksum, force):
         urls = upstream.mirror_urls(mirror, source.name) if mirror else upstream.urls
+        advice = _mirror_mismatch_advice(source, upstream, mirror) if mirror else UPSTREAM_MISMATCH_ADVICE
         try:
-            origin = download(urls, target, checksum=upstream.checksum, progress=progress, retry=retry)
+            origin = download(urls, target, checksum=upstream.checksum, progress=progress, retry=retry,
+                              mismatch_advice=advice)
         except DataNotFoundError as error:
             raise DataNotFoundError(_not_found_message(source, mirror, str(error))) from None
     pinned = f"{upstream.checksum.algorithm}:{upstream.checksum.digest}" if upstream.checksum else None
@@ -470,6 +481,13 @@ def _reusable(target: Path, checksum: Checksum | None, force: bool) -> bool:
     if checksum is None:
         return not force
     return file_digest(target, checksum.algorithm) == checksum.digest
+
+
+def _mirror_mismatch_advice(source: DataSource, upstream: UpstreamFile, mirror: str) -> str:
+    """What to do when a file read from a mirror fails its checksum: downloading again would not help."""
+    where = join_url(mirror, source.name, upstream.name)
+    return (f"the downloaded copy was deleted; the mirror's file ({where}) is not the published one: replace it "
+            f"with the upstream file ({upstream.urls[0]}) and run the command again")
 
 
 def _not_found_message(source: DataSource, mirror: str | None, detail: str) -> str:

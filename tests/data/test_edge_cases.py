@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import zipfile
 from pathlib import Path
@@ -9,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clbench.data import sources
 from clbench.data.sources import fetch_dataset, load_dataset
-from clbench.errors import ClbenchError, DataNotFoundError
+from clbench.errors import ChecksumError, ClbenchError, DataNotFoundError
 
 
 def _facescrub_zip_with_int8_pixels(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -88,3 +90,38 @@ def test_traffic_signs_missing_under_both_names_is_a_clear_error(tmp_path: Path)
     message = str(caught.value)
     assert "traffic-sign-data.zip" in message and "traffic-signs-data.zip" in message
     assert "<mirror>/traffic-signs/<file name>" in message
+
+
+def _corrupt(path: Path) -> None:
+    content = bytearray(path.read_bytes())
+    content[-1] ^= 0xFF
+    path.write_bytes(bytes(content))
+
+
+@pytest.mark.parametrize("served", ["folder", "http"])
+def test_checksum_error_from_a_mirror_does_not_suggest_a_mirror(tmp_path: Path, synthetic_mirror, http_server,
+                                                                served: str) -> None:
+    synthetic_mirror("cifar10")
+    _corrupt(tmp_path / "mirror" / "cifar10" / "cifar-10-python.tar.gz")
+    mirror = http_server.serve_folder(tmp_path / "mirror") if served == "http" else str(tmp_path / "mirror")
+
+    with pytest.raises(ChecksumError) as caught:
+        fetch_dataset("cifar10", tmp_path / "data", mirror)
+
+    message = str(caught.value)
+    assert "use a mirror" not in message and "mismatch" in message
+    assert "cifar10/cifar-10-python.tar.gz" in message  # the mirror's file to replace
+    assert "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz" in message  # where the right one is
+    assert "replace" in message
+
+
+def test_checksum_error_from_upstream_still_suggests_a_mirror(tmp_path: Path, http_server, monkeypatch) -> None:
+    url = http_server.serve("/cifar-10-python.tar.gz", b"not the published archive")
+    real = sources.get_source("cifar10")
+    upstream = dataclasses.replace(real.files[0], urls=(url,))
+    monkeypatch.setattr(sources, "get_source", lambda name: dataclasses.replace(real, files=(upstream,)))
+
+    with pytest.raises(ChecksumError) as caught:
+        fetch_dataset("cifar10", tmp_path / "data")
+
+    assert "use a mirror" in str(caught.value)
