@@ -125,3 +125,25 @@ def test_checksum_error_from_upstream_still_suggests_a_mirror(tmp_path: Path, ht
         fetch_dataset("cifar10", tmp_path / "data")
 
     assert "use a mirror" in str(caught.value)
+
+
+# ---------------------------------------------------------------- how the tests find the real mirror
+
+
+def test_tests_take_the_mirror_from_clbench_mirror_when_set(tmp_path: Path) -> None:
+    from realmirror import SHARED_DATA, mirror_dir, require_mirror
+
+    (tmp_path / "MD5SUMS").write_text("")
+    assert mirror_dir({"CLBENCH_MIRROR": str(tmp_path)}) == tmp_path
+    assert require_mirror(environ={"CLBENCH_MIRROR": str(tmp_path)}) == tmp_path
+    assert mirror_dir({}) == SHARED_DATA and SHARED_DATA.parts[-2:] == ("shared", "data")
+
+
+def test_a_clbench_mirror_without_the_files_skips_instead_of_falling_back(tmp_path: Path) -> None:
+    from realmirror import mirror_dir, require_mirror
+
+    missing = tmp_path / "nowhere"
+    assert mirror_dir({"CLBENCH_MIRROR": str(missing)}) == missing
+    with pytest.raises(pytest.skip.Exception, match="CLBENCH_MIRROR") as caught:
+        require_mirror("MD5SUMS", environ={"CLBENCH_MIRROR": str(missing)})
+    assert str(missing / "MD5SUMS") in str(caught.value)
