@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
 import numpy as np
 import pytest
+import torch
+from synthetic import make_approach, tiny_spec, tiny_tasks
 
 from clbench import metrics
+from clbench.data.tasks import TaskSequence
+from clbench.engine import evaluate_stage
 
 NAN = np.nan
 
@@ -32,3 +39,45 @@ def test_max_previous_forgetting_ignores_stages_before_a_task_was_learned() -> N
     evaluated_early = np.where(np.isnan(UP_AND_DOWN), 0.99, UP_AND_DOWN)
     expected = ((0.70 - 0.55) + (0.90 - 0.30) + (0.40 - 0.80)) / 3
     assert metrics.max_previous_forgetting(evaluated_early) == pytest.approx(expected)
+
+
+# ---------------------------------------------------------------- each old task scored with its own head
+
+HEAD_METHODS = ["sgd", "sgd-f", "ewc", "hat", "imm-mean", "imm-mode", "lwf", "lfl", "joint"]  # PNN, PathNet: own nets
+
+
+def _answers_class_u(network: torch.nn.Module) -> None:
+    """Head u ignores its input and answers class u (zero weights, a bias only on class u)."""
+    with torch.no_grad():
+        for u, head in enumerate(network.heads):
+            head.weight.zero_()
+            head.bias.zero_()
+            head.bias[u] = 10.0
+
+
+def _all_labelled(tasks: TaskSequence, label_of_task: Callable[[int], int]) -> TaskSequence:
+    """The same tasks with every test label of task u replaced by `label_of_task(u)`."""
+    relabelled = []
+    for task in tasks.tasks:
+        test = dataclasses.replace(task.test, labels=torch.full_like(task.test.labels, label_of_task(task.index)))
+        relabelled.append(dataclasses.replace(task, test=test))
+    return dataclasses.replace(tasks, tasks=tuple(relabelled))
+
+
+@pytest.mark.parametrize("method", HEAD_METHODS)
+def test_each_old_task_is_scored_with_its_own_head_when_all_heads_have_the_same_size(method: str) -> None:
+    spec = tiny_spec(kind="permuted", n_tasks=3)  # three heads of 10 classes: a wrong head raises no IndexError
+    tasks = tiny_tasks(spec)
+    assert len(set(tasks.head_sizes)) == 1
+    approach = make_approach(method, spec, tasks)
+    if not hasattr(approach.network, "heads"):
+        pytest.skip(f"{method}: no per-task `heads` to set by hand")
+    approach.network.eval()
+    _answers_class_u(approach.network)
+
+    right = evaluate_stage(approach, _all_labelled(tasks, lambda u: u), 2)
+    wrong = evaluate_stage(approach, _all_labelled(tasks, lambda u: (u + 1) % 3), 2)
+
+    assert [accuracy for accuracy, *_ in right] == [1.0, 1.0, 1.0]
+    assert [accuracy for accuracy, *_ in wrong] == [0.0, 0.0, 0.0]
+    assert [n for *_, n, _ in right] == [len(task.test) for task in tasks.tasks]
