@@ -11,8 +11,10 @@ import torch
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
 from clbench import metrics
+from clbench.approaches.base import PlateauSchedule
 from clbench.data.tasks import TaskSequence
 from clbench.engine import evaluate_stage
+from clbench.spec import TrainingSpec
 
 NAN = np.nan
 
@@ -81,3 +83,25 @@ def test_each_old_task_is_scored_with_its_own_head_when_all_heads_have_the_same_
     assert [accuracy for accuracy, *_ in right] == [1.0, 1.0, 1.0]
     assert [accuracy for accuracy, *_ in wrong] == [0.0, 0.0, 0.0]
     assert [n for *_, n, _ in right] == [len(task.test) for task in tasks.tasks]
+
+
+# ---------------------------------------------------------------- the lr schedule
+
+
+def test_a_validation_loss_equal_to_the_best_is_not_an_improvement() -> None:
+    schedule = PlateauSchedule(TrainingSpec(lr=0.09, lr_factor=3.0, lr_min=1e-4, patience=2))
+
+    assert schedule.step(0.5) == (True, False)
+    assert schedule.step(0.5) == (False, False)  # equal: patience 2 -> 1, the best stays 0.5
+    assert (schedule.best_loss, schedule.patience, schedule.lr) == (0.5, 1, 0.09)
+    assert schedule.step(0.5) == (False, True)  # equal again: patience spent, lr 0.09 / 3
+    assert schedule.lr == pytest.approx(0.03) and schedule.patience == 2 and not schedule.stopped
+    assert schedule.step(0.4999) == (True, False) and schedule.best_loss == 0.4999 and schedule.patience == 2
+
+
+def test_the_schedule_stops_when_the_lr_falls_below_lr_min_after_equal_losses() -> None:
+    schedule = PlateauSchedule(TrainingSpec(lr=0.03, lr_factor=3.0, lr_min=0.005, patience=1))
+
+    assert schedule.step(1.0) == (True, False)
+    assert schedule.step(1.0) == (False, True) and schedule.lr == pytest.approx(0.01)  # 0.01 >= 0.005: go on
+    assert schedule.step(1.0) == (False, False) and schedule.stopped  # 0.01 / 3 < 0.005
