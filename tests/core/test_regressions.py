@@ -13,8 +13,8 @@ from synthetic import make_approach, tiny_spec, tiny_tasks
 from clbench import metrics
 from clbench.approaches.base import PlateauSchedule
 from clbench.data.tasks import TaskSequence
-from clbench.engine import evaluate_stage
-from clbench.spec import TrainingSpec
+from clbench.engine import data_identity, evaluate_stage
+from clbench.spec import BenchmarkSpec, DataSpec, NetworkSpec, TrainingSpec, load_benchmark
 
 NAN = np.nan
 
@@ -105,3 +105,56 @@ def test_the_schedule_stops_when_the_lr_falls_below_lr_min_after_equal_losses() 
     assert schedule.step(1.0) == (True, False)
     assert schedule.step(1.0) == (False, True) and schedule.lr == pytest.approx(0.01)  # 0.01 >= 0.005: go on
     assert schedule.step(1.0) == (False, False) and schedule.stopped  # 0.01 / 3 < 0.005
+
+
+# ---------------------------------------------------------------- the data hash
+
+BASE_DATA = DataSpec(kind="split", datasets=("mnist",), form="mnist28", classes_per_task=(5,), remainder="error",
+                     n_tasks=None, shuffle_tasks=False, validation_fraction=0.15, max_train_samples=None,
+                     max_test_samples=None)
+OTHER_VALUE = {"kind": "mixture", "datasets": ("mnist", "fashion-mnist"), "form": "image32", "classes_per_task": (2,),
+               "remainder": "keep", "n_tasks": 3, "shuffle_tasks": True, "validation_fraction": 0.2,
+               "max_train_samples": 500, "max_test_samples": 100}
+
+
+def _with_data(data: DataSpec) -> BenchmarkSpec:
+    network = NetworkSpec(kind="mlp", hidden=(8,))
+    return BenchmarkSpec("b", "a benchmark", "<test>", None, data, network, TrainingSpec(), {})
+
+
+def test_every_data_setting_is_covered_by_this_test() -> None:
+    assert set(OTHER_VALUE) == {f.name for f in dataclasses.fields(DataSpec)}
+
+
+@pytest.mark.parametrize("key", sorted(OTHER_VALUE))
+def test_the_data_hash_changes_with_each_data_setting(key: str) -> None:
+    changed = dataclasses.replace(BASE_DATA, **{key: OTHER_VALUE[key]})
+    assert getattr(changed, key) != getattr(BASE_DATA, key)
+
+    assert data_identity(_with_data(changed)) != data_identity(_with_data(BASE_DATA))
+
+
+def test_the_data_hash_is_the_same_for_equal_data_settings() -> None:
+    assert data_identity(_with_data(dataclasses.replace(BASE_DATA))) == data_identity(_with_data(BASE_DATA))
+
+
+SET_DATA = ["data.max_train_samples=500", "data.max_test_samples=100", "data.validation_fraction=0.2",
+            "data.shuffle_tasks=true", "data.classes_per_task=[2]", "data.remainder=keep"]
+
+
+@pytest.mark.parametrize("override", SET_DATA)
+def test_data_settings_from_set_change_the_data_hash(override: str) -> None:
+    base = data_identity(load_benchmark("mnist2"))
+
+    assert data_identity(load_benchmark("mnist2", [override])) != base
+
+
+def test_settings_from_set_outside_data_keep_the_data_hash() -> None:
+    """The references (joint, random) of a run are found by this hash: training settings must not split them."""
+    base = data_identity(load_benchmark("mnist2"))
+    assert data_identity(load_benchmark("mnist2", ["training.max_epochs=3", "network.hidden=[16,16]"])) == base
+
+
+def test_each_data_setting_from_set_gives_its_own_hash() -> None:
+    hashes = {data_identity(load_benchmark("mnist2", [override])) for override in SET_DATA}
+    assert len(hashes) == len(SET_DATA)
