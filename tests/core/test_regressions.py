@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
-from clbench import metrics
+from clbench import metrics, results
 from clbench.approaches.base import PlateauSchedule
 from clbench.data.tasks import TaskSequence
 from clbench.engine import data_identity, evaluate_stage
@@ -158,3 +160,55 @@ def test_settings_from_set_outside_data_keep_the_data_hash() -> None:
 def test_each_data_setting_from_set_gives_its_own_hash() -> None:
     hashes = {data_identity(load_benchmark("mnist2", [override])) for override in SET_DATA}
     assert len(hashes) == len(SET_DATA)
+
+
+# ---------------------------------------------------------------- atomic writes
+
+
+@pytest.mark.parametrize("failure", [OSError, KeyboardInterrupt])
+def test_a_crash_before_the_rename_leaves_the_previous_file_and_no_temporary(tmp_path: Path, monkeypatch,
+                                                                              failure: type[BaseException]) -> None:
+    target = tmp_path / "run.json"
+    target.write_text('{"status": "old"}\n')
+    renamed: list[tuple[str, str]] = []
+
+    def crash(source: str, destination: str) -> None:
+        renamed.append((str(source), str(destination)))
+        assert Path(source).read_bytes().startswith(b"{")  # the new content was fully written first
+        raise failure("crash between the write and the rename")
+
+    monkeypatch.setattr(results.os, "replace", crash)
+    with pytest.raises(failure):
+        results.write_json(target, {"status": "new"})
+
+    assert len(renamed) == 1 and renamed[0][1] == str(target) and Path(renamed[0][0]).parent == tmp_path
+    assert target.read_text() == '{"status": "old"}\n'
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["run.json"]
+
+
+def test_a_crash_while_writing_a_parquet_file_leaves_the_previous_one(tmp_path: Path, monkeypatch) -> None:
+    target = tmp_path / "accuracy.parquet"
+    results.write_parquet(target, pd.DataFrame({"stage": [0], "accuracy": [0.5]}))
+    before = target.read_bytes()
+
+    def crash(*args: object) -> None:
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(results.os, "fsync", crash)
+    with pytest.raises(OSError, match="no space"):
+        results.write_parquet(target, pd.DataFrame({"stage": [0, 1], "accuracy": [0.5, 0.7]}))
+
+    assert target.read_bytes() == before
+    assert pd.read_parquet(target)["accuracy"].tolist() == [0.5]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["accuracy.parquet"]
+
+
+def test_an_atomic_write_replaces_the_whole_file_readable_by_others(tmp_path: Path) -> None:
+    target = tmp_path / "run.json"
+    target.write_text("x" * 1000)
+
+    results.write_json(target, {"a": 1})
+
+    assert target.read_text() == '{\n  "a": 1\n}\n'
+    assert target.stat().st_mode & 0o777 == 0o644
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["run.json"]
