@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from synthetic import make_approach, tiny_spec, tiny_tasks
+from stopping import Stop, StopInTask2
+from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 
-from clbench import metrics, results
+from clbench import engine, metrics, results
 from clbench.approaches.base import PlateauSchedule
 from clbench.data.tasks import TaskSequence
-from clbench.engine import data_identity, evaluate_stage
+from clbench.engine import data_identity, evaluate_stage, execute, plan_runs
+from clbench.results import read_run_file
 from clbench.spec import BenchmarkSpec, DataSpec, NetworkSpec, TrainingSpec, load_benchmark
 
 NAN = np.nan
@@ -212,3 +215,76 @@ def test_an_atomic_write_replaces_the_whole_file_readable_by_others(tmp_path: Pa
     assert target.read_text() == '{\n  "a": 1\n}\n'
     assert target.stat().st_mode & 0o777 == 0o644
     assert sorted(path.name for path in tmp_path.iterdir()) == ["run.json"]
+
+
+# ---------------------------------------------------------------- HAT's monitoring tables after a resume
+
+HAT_SPEC = tiny_spec("mlp", training=replace(TINY_TRAINING, max_epochs=3))
+HAT_KEYS = {"hat_masks": ["stage", "task", "layer", "unit"], "hat_capacity": ["stage", "mask", "layer"],
+            "hat_reuse": ["stage", "task", "later_task"]}
+
+
+def _hat_run(results_dir: Path, observer=None):  # type: ignore[no-untyped-def]
+    [plan] = plan_runs(HAT_SPEC, ["hat"], [0], results_dir)
+    execute(plan, device=torch.device("cpu"), loader=synthetic_loader(), observer=observer)
+    return plan
+
+
+def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
+    return {name: pd.read_parquet(run_dir / f"{name}.parquet") for name in HAT_KEYS}
+
+
+def _assert_one_row_per_key_and_as_uninterrupted(run_dir: Path, reference_dir: Path) -> None:
+    tables, reference = _tables(run_dir), _tables(reference_dir)
+    for name, keys in HAT_KEYS.items():
+        table = tables[name]
+        assert not table.duplicated(keys).any(), f"{name}: {table[table.duplicated(keys, keep=False)]}"
+        assert sorted(table["stage"].unique()) == [1, 2, 3] if name != "hat_reuse" else [2, 3]
+        pd.testing.assert_frame_equal(table.drop(columns="run_id"), reference[name].drop(columns="run_id"))
+    # one row per gated unit (2 x 32) per stage, and per (earlier, later) task pair seen so far
+    assert len(tables["hat_masks"]) == 3 * 64
+    pairs = sorted(tables["hat_reuse"][["stage", "task", "later_task"]].itertuples(index=False, name=None))
+    assert pairs == [(2, 1, 2), (3, 1, 2), (3, 1, 3), (3, 2, 3)]
+
+
+def test_hat_tables_have_one_row_per_key_after_a_resume_stopped_in_task_2(tmp_path: Path) -> None:
+    reference = _hat_run(tmp_path / "reference")
+    with pytest.raises(Stop):
+        _hat_run(tmp_path / "stopped", StopInTask2())
+    assert sorted(_tables_present(tmp_path / "stopped")) == ["hat_capacity", "hat_masks"]  # after task 1 only
+
+    resumed = _hat_run(tmp_path / "stopped")
+
+    _assert_one_row_per_key_and_as_uninterrupted(resumed.run_dir, reference.run_dir)
+
+
+def test_hat_tables_have_one_row_per_key_when_the_crash_came_after_the_tables_were_written(
+        tmp_path: Path, monkeypatch) -> None:
+    """Stage 2's tables are written, its checkpoint is not: the resume trains task 2 again and writes them again."""
+    reference = _hat_run(tmp_path / "reference")
+    real_save = engine.save_checkpoint
+
+    def crash_at_stage_2(run_dir, stage, approach, rows):  # type: ignore[no-untyped-def]
+        if stage == 1:
+            raise Stop
+        real_save(run_dir, stage, approach, rows)
+
+    monkeypatch.setattr(engine, "save_checkpoint", crash_at_stage_2)
+    with pytest.raises(Stop):
+        _hat_run(tmp_path / "stopped")
+    assert set(pd.read_parquet(tmp_path / "stopped" / _relative_run_dir(reference) / "hat_masks.parquet")["stage"]) \
+        == {1, 2}
+    monkeypatch.setattr(engine, "save_checkpoint", real_save)
+
+    resumed = _hat_run(tmp_path / "stopped")
+
+    assert read_run_file(resumed.run_dir)["resumed_after_stage"] == 1
+    _assert_one_row_per_key_and_as_uninterrupted(resumed.run_dir, reference.run_dir)
+
+
+def _tables_present(results_dir: Path) -> list[str]:
+    return [path.stem for path in results_dir.rglob("hat_*.parquet")]
+
+
+def _relative_run_dir(plan) -> Path:  # type: ignore[no-untyped-def]
+    return plan.run_dir.relative_to(plan.run_dir.parents[len(Path(plan.run_id).parts) - 1])
