@@ -15,9 +15,11 @@ from stopping import Stop, StopInTask2
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 
 from clbench import engine, metrics, results
+from clbench.approaches import ewc as ewc_module
 from clbench.approaches.base import PlateauSchedule
 from clbench.data.tasks import TaskSequence
 from clbench.engine import data_identity, evaluate_stage, execute, plan_runs
+from clbench.regularizers import merge_fisher
 from clbench.results import read_run_file
 from clbench.spec import BenchmarkSpec, DataSpec, NetworkSpec, TrainingSpec, load_benchmark
 
@@ -288,3 +290,41 @@ def _tables_present(results_dir: Path) -> list[str]:
 
 def _relative_run_dir(plan) -> Path:  # type: ignore[no-untyped-def]
     return plan.run_dir.relative_to(plan.run_dir.parents[len(Path(plan.run_id).parts) - 1])
+
+
+# ---------------------------------------------------------------- EWC's Fisher merge over three tasks
+
+
+def test_ewc_merges_the_fisher_of_three_tasks_with_weights_t_over_t_plus_1(monkeypatch) -> None:
+    spec = tiny_spec("mlp", n_tasks=3)
+    tasks = tiny_tasks(spec)
+    approach = make_approach("ewc", spec, tasks)
+    names = [name for name, _ in approach.network.named_parameters()]
+    per_task = {0: 1.0, 1: 4.0, 2: 10.0}  # each task's own Fisher, the same value on every weight
+    calls: list[int] = []
+
+    def fisher_of(network, parameters, data, task, batch_size, dropout):  # type: ignore[no-untyped-def]
+        calls.append(task)
+        assert data is tasks[task].train
+        return {name: torch.full_like(value, per_task[task]) for name, value in parameters.items()}
+
+    monkeypatch.setattr(ewc_module, "task_fisher", fisher_of)
+    merged = []
+    for stage in range(3):
+        approach.end_task(stage, tasks)
+        merged.append({float(value.unique()) for value in approach.fisher.values()})
+
+    # t = 0: F0 = 1 ; t = 1: (4 + 1 * 1) / 2 = 2.5 ; t = 2: (10 + 2 * 2.5) / 3 = 5 = mean(1, 4, 10)
+    assert merged == [{1.0}, {2.5}, {5.0}]
+    assert calls == [0, 1, 2] and sorted(approach.fisher) == sorted(names)
+    anchor = approach.anchor[names[0]]
+    assert torch.equal(anchor, dict(approach.network.named_parameters())[names[0]].detach())
+
+
+def test_merge_fisher_at_the_third_task_by_hand() -> None:
+    old = {"w": torch.tensor([0.0, 3.0, 6.0])}  # the merge of two tasks
+    new = {"w": torch.tensor([9.0, 0.0, 3.0])}
+
+    merged = merge_fisher(new, old, 2)
+
+    assert merged["w"].tolist() == pytest.approx([3.0, 2.0, 5.0])  # (new + 2 * old) / 3
