@@ -18,7 +18,7 @@ from clbench import engine, metrics, results
 from clbench.approaches import ewc as ewc_module
 from clbench.approaches.base import PlateauSchedule
 from clbench.data.tasks import TaskSequence
-from clbench.engine import data_identity, evaluate_stage, execute, plan_runs
+from clbench.engine import data_identity, evaluate_stage, execute, load_checkpoint, plan_runs
 from clbench.regularizers import merge_fisher
 from clbench.results import read_run_file
 from clbench.spec import BenchmarkSpec, DataSpec, NetworkSpec, TrainingSpec, load_benchmark
@@ -328,3 +328,37 @@ def test_merge_fisher_at_the_third_task_by_hand() -> None:
     merged = merge_fisher(new, old, 2)
 
     assert merged["w"].tolist() == pytest.approx([3.0, 2.0, 5.0])  # (new + 2 * old) / 3
+
+
+# ---------------------------------------------------------------- the engine's wiring, checked by hand
+
+WEAK_SPEC = tiny_spec("mlp", training=replace(TINY_TRAINING, lr=0.002, max_epochs=1))  # accuracies below 1
+
+
+def _mlp_accuracy(weights: dict[str, torch.Tensor], images: torch.Tensor, labels: torch.Tensor, head: int) -> int:
+    """Correct answers of the 2-hidden-layer ReLU MLP in `weights` with head `head`, written out by hand."""
+    x = (images.double().reshape(len(images), -1) / 255 - 0.2) / 0.3  # the synthetic data's mean 0.2, std 0.3
+    for layer in (0, 1):
+        x = torch.relu(x @ weights[f"layers.{layer}.weight"].double().T + weights[f"layers.{layer}.bias"].double())
+    logits = x @ weights[f"heads.{head}.weight"].double().T + weights[f"heads.{head}.bias"].double()
+    return int((logits.argmax(1) == labels).sum())
+
+
+def test_stored_accuracies_are_those_of_each_stage_checkpoint_on_each_task(tmp_path: Path) -> None:
+    [plan] = plan_runs(WEAK_SPEC, ["sgd"], [0], tmp_path)
+    execute(plan, device=torch.device("cpu"), loader=synthetic_loader())
+    stored = pd.read_parquet(plan.run_dir / "accuracy.parquet")
+    tasks = tiny_tasks(WEAK_SPEC)
+
+    expected = []
+    for stage in range(3):
+        weights = load_checkpoint(plan.run_dir, stage)["approach"]["network"]
+        for task in range(stage + 1):
+            test = tasks[task].test
+            correct = _mlp_accuracy(weights, test.images, test.labels, task)
+            expected.append((stage + 1, task + 1, tasks[task].name, correct / len(test), len(test)))
+
+    got = list(stored[["stage", "task", "task_name", "accuracy", "n_test"]].itertuples(index=False, name=None))
+    assert [row[:3] + (row[4],) for row in got] == [row[:3] + (row[4],) for row in expected]
+    assert [row[3] for row in got] == pytest.approx([row[3] for row in expected], abs=1e-9)
+    assert len({row[3] for row in expected}) > 2  # the accuracies differ: a mix-up of stages or tasks shows
