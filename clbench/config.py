@@ -2,6 +2,7 @@
 
 One documented pass: every key must be a field, every value must have the field's type and lie within the
 range declared in the field's metadata (`minimum`, `maximum`, `choices`). Errors name the key and the file.
+Booleans are not numbers (YAML `true` is not 1) and floats must be finite (no `.inf`, `.nan`).
 Torch-free, so that the CLI can validate before importing anything heavy.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -103,6 +105,8 @@ def _coerce(value: Any, hint: Any, *, key: str, source: str) -> Any:
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _type_error(key, source, value, "a number")
+        if not math.isfinite(value):
+            raise _type_error(key, source, value, "a finite number")
         return float(value)
     if hint is str:
         if not isinstance(value, str):

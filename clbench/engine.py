@@ -13,6 +13,7 @@ left alone (status `locked`).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import time
@@ -26,7 +27,9 @@ import torch
 
 from clbench.approaches import Approach, ApproachContext, ResolvedApproach, resolve
 from clbench.approaches.base import EpochLog, TaskLog
+from clbench.approaches.plugins import origin_of
 from clbench.config import stable_hash, to_dict
+from clbench.data.custom import CustomDataset
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
 from clbench.errors import ClbenchError, DataNotFoundError
 from clbench.locking import held_lock, lock_holder
@@ -47,7 +50,7 @@ from clbench.results import (
     write_parquet,
 )
 from clbench.seeding import seed_global_torch
-from clbench.spec import BenchmarkSpec
+from clbench.spec import BenchmarkSpec, command_argument
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,7 @@ class RunPlan:
     config_hash: str
     data_hash: str
     run_dir: Path
+    reference_hash: str = ""
 
     @property
     def method(self) -> str:
@@ -124,12 +128,37 @@ class SilentObserver:
 def run_config(spec: BenchmarkSpec, approach: ResolvedApproach) -> dict[str, Any]:
     """The resolved config that identifies a run (everything but the seed and the device)."""
     return {"benchmark": spec.name, "variant": spec.variant, "data": to_dict(spec.data),
-            "network": to_dict(spec.network), "method": approach.name, **approach.config()}
+            "network": to_dict(spec.network), "method": approach.name, **approach.config(),
+            **own_datasets_identity(spec)}
 
 
 def data_identity(spec: BenchmarkSpec) -> str:
     """Hash of what the references must share with a run: the benchmark and its data (tasks, splits)."""
-    return stable_hash({"benchmark": spec.name, "data": to_dict(spec.data)})
+    return stable_hash({"benchmark": spec.name, "data": to_dict(spec.data), **own_datasets_identity(spec)})
+
+
+def reference_identity(spec: BenchmarkSpec) -> str:
+    """Hash of what a run's `joint` reference must share with it: the benchmark's data, network and protocol.
+
+    The protocol is the spec's `training` after `--set` (the benchmark's), not an approach's own `training:`
+    section: HAT's 50 epochs on mnist2 compare against the joint of the benchmark's protocol. Two runs with the
+    same reference hash and seed are measured against the same A_J. (The `random` reference trains nothing and is
+    matched on the data hash and the seed alone.)
+    """
+    return stable_hash({"benchmark": spec.name, "data": to_dict(spec.data), "network": to_dict(spec.network),
+                        "training": to_dict(spec.training), **own_datasets_identity(spec)})
+
+
+def own_datasets_identity(spec: BenchmarkSpec) -> dict[str, Any]:
+    """`{"datasets": {name: {format, content_hash}}}` of the spec's own data sets in use; {} if none (so the
+    hashes of built-in benchmarks stay as they were). Changed content changes the run's identity."""
+    from clbench.data.custom import content_hash, custom_datasets
+
+    own = custom_datasets(spec)
+    if not own:
+        return {}
+    return {"datasets": {name: {"format": dataset.format, "content_hash": content_hash(dataset)}
+                         for name, dataset in sorted(own.items())}}
 
 
 def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int], results_dir: Path,
@@ -143,7 +172,7 @@ def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int],
         for seed in seeds:
             run_dir = run_directory(results_dir, spec.name, method, config_hash, seed)
             plans.append(RunPlan(spec, approach, seed, tuple(overrides), config, config_hash,
-                                 data_identity(spec), run_dir))
+                                 data_identity(spec), run_dir, reference_identity(spec)))
     return plans
 
 
@@ -180,10 +209,21 @@ class FetchingLoader:
 
     data_dir: Path
     mirror: str | None = None
+    own_datasets: tuple[CustomDataset, ...] = ()  # a spec's own data sets (see `for_spec`)
+
+    def for_spec(self, spec: BenchmarkSpec) -> FetchingLoader:
+        """This loader, also knowing the spec's own data sets (`datasets:`)."""
+        from clbench.data.custom import custom_datasets
+
+        return dataclasses.replace(self, own_datasets=tuple(custom_datasets(spec).values()))
 
     def __call__(self, name: str, form: str):  # type: ignore[no-untyped-def]
+        from clbench.data.custom import load_custom
         from clbench.data.sources import fetch_dataset, load_dataset
 
+        for dataset in self.own_datasets:
+            if dataset.name == name:
+                return load_custom(dataset, self.data_dir, form)
         try:
             return load_dataset(name, self.data_dir, form)
         except DataNotFoundError:
@@ -198,10 +238,21 @@ def fetching_loader(data_dir: Path, mirror: str | None) -> FetchingLoader:
 
 def prepare_data(specs: Iterable[BenchmarkSpec], data_dir: Path, mirror: str | None) -> None:
     """Fetch every data set the specs need once, before runs start (missing data: DataNotFoundError)."""
+    from clbench.data.custom import custom_datasets, prepare_custom
     from clbench.data.sources import fetch_dataset
 
-    for name in dict.fromkeys(name for spec in specs for name in spec.data.datasets):
+    specs = list(specs)
+    for spec in specs:
+        for dataset in custom_datasets(spec).values():
+            prepare_custom(dataset, Path(data_dir))
+    builtin = (name for spec in specs for name in spec.data.datasets if name not in spec.datasets)
+    for name in dict.fromkeys(builtin):
         fetch_dataset(name, Path(data_dir), mirror)
+
+
+def loader_for(loader: DatasetLoader, spec: BenchmarkSpec) -> DatasetLoader:
+    """`loader`, told about the spec's own data sets when it can load them (a `FetchingLoader`)."""
+    return loader.for_spec(spec) if spec.datasets and isinstance(loader, FetchingLoader) else loader
 
 
 def build_approach(plan: RunPlan, tasks: TaskSequence, device: torch.device) -> Approach:
@@ -268,17 +319,18 @@ def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
     previous = read_run_file(plan.run_dir) or {}
     return {"schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
             "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed,
-            "config_hash": plan.config_hash, "data_hash": plan.data_hash, "config": plan.config,
+            "config_hash": plan.config_hash, "data_hash": plan.data_hash,
+            "reference_hash": plan.reference_hash, "config": plan.config,
             "overrides": list(plan.overrides), "spec_file": plan.spec.source, "started_utc": utc_now(),
             "monitoring_reporter": plan.approach.cls.monitoring_reporter,
             "previous_status": previous.get("status"), "parameters": None, "resumed_after_stage": None,
-            "torch_threads": torch.get_num_threads(), **provenance}
+            "torch_threads": torch.get_num_threads(), "approach_origin": origin_of(plan.method), **provenance}
 
 
 def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, observer: RunObserver,
                   header: dict[str, Any]) -> list[dict[str, Any]]:
     """Train and evaluate the stages after the last checkpoint (all of them for a new run)."""
-    tasks = build_tasks(plan.spec.data, plan.seed, loader, device)
+    tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
     approach = build_approach(plan, tasks, device)
     first_stage, rows = resume_from_checkpoint(plan.run_dir, approach, len(tasks))
     header.update(parameters=parameter_count(approach.network), resumed_after_stage=first_stage or None)
@@ -332,8 +384,11 @@ def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, t
     return {
         "schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
         "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed, "config_hash": plan.config_hash,
-        "data_hash": plan.data_hash, "hyperparameters": json.dumps(plan.config["hyperparameters"], sort_keys=True),
-        "overrides": json.dumps(list(plan.overrides)), "stage": stage + 1, "task": task + 1,
+        "data_hash": plan.data_hash, "reference_hash": plan.reference_hash,
+        "hyperparameters": json.dumps(plan.config["hyperparameters"], sort_keys=True),
+        "overrides": json.dumps(list(plan.overrides)),
+        "approach_origin": json.dumps(header.get("approach_origin") or origin_of(plan.method), sort_keys=True),
+        "stage": stage + 1, "task": task + 1,
         "task_name": task_name, "accuracy": float(accuracy), "loss": float(loss), "n_test": int(n_test),
         "stage_epochs": task_log.epochs if task_log else None,
         "stage_best_epoch": task_log.best_epoch if task_log else None,
@@ -411,12 +466,13 @@ def load_checkpoint(run_dir: Path, stage: int) -> dict[str, Any]:
 
 def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader) -> list[dict[str, Any]]:
     """Recompute the test accuracies of every stage from the run's checkpoints (`clbench evaluate`)."""
-    tasks = build_tasks(plan.spec.data, plan.seed, loader, device)
+    tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
     approach = build_approach(plan, tasks, device)
     stored = read_run_file(plan.run_dir)
     if stored is None:
-        raise ClbenchError(f"no run at {plan.run_dir}: train it first with `clbench train {plan.spec.name} "
-                           f"-m {plan.method} --seeds {plan.seed}` (with the same --set options)")
+        raise ClbenchError(f"no run at {plan.run_dir}: train it first with `clbench train "
+                           f"{command_argument(plan.spec)} -m {plan.method} --seeds {plan.seed}` "
+                           "(with the same --set options)")
     header = {**stored, **machine_provenance(str(device), str(torch.__version__), torch.version.cuda),
               "started_utc": utc_now()}
     rows: list[dict[str, Any]] = []

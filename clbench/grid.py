@@ -9,7 +9,8 @@ Pure (no I/O, nothing imported beyond the standard library and `clbench.errors`)
 
 Values are split on top-level commas only, so YAML lists and quoted strings stay whole:
 `network.hidden=[100,100],[500,500]` has two values. Keys and values are checked for form only; whether a key
-exists is for the spec resolver (`clbench train` validates every grid point before running any).
+exists is for the spec resolver (`clbench train` validates every grid point before running any; a key in an
+approach section that names no registered approach, such as `haat.smax`, is an error there).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Layout: `<results>/<benchmark>/<method>/<config hash>/seed-<seed>/`
 - `accuracy.parquet`: one row per (stage t, task u <= t) of a finished run (the columns are `COLUMNS`);
 - `run.json`: the resolved config, the command's overrides, provenance and status (running/complete/failed);
+  provenance includes `approach_origin` (also a JSON column of the rows): `{"kind": "built-in", "module"}`, a
+  plugin file's `path` and `sha256`, a plugin `module`, or an entry point's `distribution` and `version`;
 - `<table>.parquet`: approach monitoring tables (e.g. HAT's masks), with the run's identity columns;
 - `checkpoints/stage-XX.pt`: the approach state after each task (for `evaluate` and resuming).
 Torch-free: `report` reads results without importing torch.
@@ -32,7 +34,7 @@ RUN_FILE = "run.json"
 
 IDENTITY_COLUMNS = ["run_id", "benchmark", "variant", "method", "seed", "config_hash", "data_hash"]
 COLUMNS = [
-    "schema_version", *IDENTITY_COLUMNS, "hyperparameters", "overrides",
+    "schema_version", *IDENTITY_COLUMNS, "reference_hash", "hyperparameters", "overrides", "approach_origin",
     "stage", "task", "task_name", "accuracy", "loss", "n_test",
     "stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds", "stage_eval_seconds",
     "clbench_version", "git_commit", "torch_version", "cuda_version", "device", "hostname",

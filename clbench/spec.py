@@ -1,16 +1,22 @@
 """Benchmark specs: `benchmarks/<name>.yaml` -> validated, typed objects.
 
 A spec has the keys `name`, `description`, `data`, `network`, `training`, `approaches`, and optionally
-`variant` + `variants` (named sets of overrides, e.g. pmnist's small/medium/large network). Overrides from
+`variant` + `variants` (named sets of overrides, e.g. pmnist's small/medium/large network) and `datasets`
+(the spec's own data sets: an image folder or an npz file, see `clbench.data.custom`). Overrides from
 `--set KEY=VALUE` are applied last; a first key segment that names an approach means `approaches.<name>`.
 Approach sections are validated against the approach's own hyper-parameter dataclass by
-`clbench.approaches.resolve` (that needs torch; this module does not).
+`clbench.approaches.resolve` (that needs torch; this module does not); `check_approach_sections` makes a section
+that names no registered approach (a typo such as `haat`) an error, given the registry's names.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import re
+import shlex
+from collections.abc import Collection
+from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +25,18 @@ import yaml
 from clbench.config import build, field, parse_override
 from clbench.errors import SpecError
 
-TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants")
+TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants",
+                  "datasets")
+DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """A spec's own data set (`datasets: {NAME: {format: ..., path: ...}}`), prepared like the built-ins."""
+
+    format: str = field(doc="imagefolder: PATH/train/<class>/*.png|jpg and PATH/test/<class>/*; "
+                            "npz: one .npz file with x_train, y_train, x_test, y_test", choices=("imagefolder", "npz"))
+    path: str = field(doc="the folder or .npz file; a relative path resolves against the spec file's folder")
 
 
 @dataclass(frozen=True)
@@ -33,6 +50,9 @@ class DataSpec:
                       choices=("image32", "mnist28"))
     classes_per_task: tuple[int, ...] | None = field(
         None, doc="split: classes per task for each data set, e.g. [5] for split MNIST, [2, 20] for CIFAR", minimum=1)
+    remainder: str = field("error", doc="split: classes left over when a block size does not divide a data set's "
+                                        "class count: error, keep (a smaller last task), drop, or merge (into the "
+                                        "last task)", choices=("error", "keep", "drop", "merge"))
     n_tasks: int | None = field(None, doc="permuted: the number of permutations (tasks)", minimum=1)
     shuffle_tasks: bool = field(True, doc="task order shuffled by the seed (paper: yes; split MNIST: fixed)")
     validation_fraction: float = field(0.15, doc="held-out share of each task's training set (paper: 15%)",
@@ -95,6 +115,8 @@ class BenchmarkSpec:
     network: NetworkSpec
     training: TrainingSpec
     approaches: dict[str, dict[str, Any]]
+    datasets: dict[str, DatasetEntry] = dataclass_field(default_factory=dict)  # own data sets, absolute paths
+    overrides: tuple[str, ...] = ()  # the `--set`/`--grid` texts applied, to name them in errors
 
     def approach_section(self, method: str) -> dict[str, Any]:
         """The raw (not yet validated) section of one approach; empty if the spec has none."""
@@ -102,8 +124,29 @@ class BenchmarkSpec:
 
 
 def benchmarks_dir() -> Path:
-    """The folder of shipped specs (`benchmarks/` at the project root)."""
-    return Path(__file__).resolve().parent.parent / "benchmarks"
+    """The folder of shipped specs: `clbench/benchmarks/` in an installed wheel, else `benchmarks/` of the checkout.
+
+    The repository keeps the specs at its top level; the wheel ships them as the package data `clbench.benchmarks`
+    (see setup.py). A source checkout or an editable install reads them where they are.
+    """
+    package = Path(__file__).resolve().parent
+    installed = package / "benchmarks"
+    return installed if installed.is_dir() else package.parent / "benchmarks"
+
+
+def is_spec_path(name_or_path: str) -> bool:
+    """True if a benchmark argument names a YAML file (by suffix, or because it exists), not a shipped spec."""
+    path = Path(name_or_path)
+    return path.suffix in (".yaml", ".yml") or path.exists()
+
+
+def command_argument(spec: BenchmarkSpec) -> str:
+    """How a printed command names this benchmark: its name if it is a shipped spec, else its spec file (quoted)."""
+    shipped = benchmarks_dir() / f"{spec.name}.yaml"
+    source = Path(spec.source)
+    if source.is_file() and shipped.is_file() and source.resolve() == shipped.resolve():
+        return spec.name
+    return shlex.quote(spec.source)
 
 
 def benchmark_names() -> list[str]:
@@ -114,7 +157,7 @@ def benchmark_names() -> list[str]:
 def find_spec_file(name_or_path: str) -> Path:
     """A benchmark name from `benchmarks/` or a path to a YAML spec."""
     path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    if is_spec_path(name_or_path):
         if not path.is_file():
             raise SpecError(f"spec file {name_or_path} does not exist")
         return path
@@ -148,7 +191,32 @@ def load_benchmark(name_or_path: str, overrides: list[str] | tuple[str, ...] = (
     for key_path, value in parsed:
         if key_path != ["variant"]:
             _set(raw, key_path, value)
-    return _validate(raw, source=str(path))
+    return replace(_validate(raw, source=str(path)), overrides=tuple(overrides))
+
+
+def check_approach_sections(spec: BenchmarkSpec, known: Collection[str]) -> None:
+    """Raise SpecError if an approach section (from the file, its variant, `--set` or `--grid`) is not in `known`.
+
+    Args:
+        spec: a loaded spec.
+        known: the registered approach names (`clbench.approaches.approach_names()`, plugins included).
+    """
+    unknown = sorted(set(spec.approaches) - set(known))
+    if not unknown:
+        return
+    name = unknown[0]
+    culprit = next((text for text in spec.overrides if _override_section(text) == name), None)
+    where = f"override {culprit!r} (--set/--grid)" if culprit else f"section `approaches.{name}`"
+    raise SpecError(f"{spec.source}: {where} names unknown approach {name!r}; known approaches: "
+                    f"{', '.join(sorted(known))} (fix the spelling, or remove the section)")
+
+
+def _override_section(text: str) -> str | None:
+    """The approach section an override text writes to (`haat.smax=3` -> haat), or None."""
+    key_path, _ = parse_override(text)
+    if key_path[0] == "approaches":
+        return key_path[1] if len(key_path) > 1 else None
+    return None if key_path[0] in TOP_LEVEL_KEYS else key_path[0]
 
 
 def _apply_variant(raw: dict[str, Any], parsed: list[tuple[list[str], Any]], source: str) -> dict[str, Any]:
@@ -179,6 +247,9 @@ def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
 
 def _set(raw: dict[str, Any], key_path: list[str], value: Any) -> None:
     """Apply one `--set` override; `hat.smax` means `approaches.hat.smax`."""
+    if len(key_path) == 1 and key_path[0] not in TOP_LEVEL_KEYS:
+        raise SpecError(f"--set {key_path[0]}: unknown key; use a section key such as training.lr or "
+                        f"hat.smax, or one of {', '.join(TOP_LEVEL_KEYS)}")
     if key_path[0] not in TOP_LEVEL_KEYS:
         key_path = ["approaches", *key_path]
     node = raw
@@ -199,8 +270,9 @@ def _validate(raw: dict[str, Any], source: str) -> BenchmarkSpec:
     for key in ("name", "data", "network"):
         if key not in raw:
             raise SpecError(f"{source}: missing required key `{key}`")
+    datasets = _own_datasets(raw.get("datasets"), source)
     data = build(DataSpec, raw["data"], where="data", source=source)
-    _check_data(data, source)
+    _check_data(data, source, tuple(datasets))
     approaches = raw.get("approaches") or {}
     if not isinstance(approaches, dict) or not all(isinstance(v, dict) for v in approaches.values()):
         raise SpecError(f"{source}: `approaches` must map approach names to mappings of hyper-parameters")
@@ -213,13 +285,80 @@ def _validate(raw: dict[str, Any], source: str) -> BenchmarkSpec:
         network=build(NetworkSpec, raw["network"], where="network", source=source),
         training=build(TrainingSpec, raw.get("training"), where="training", source=source),
         approaches={name: dict(values) for name, values in approaches.items()},
+        datasets=datasets,
     )
 
 
-def _check_data(data: DataSpec, source: str) -> None:
+def _own_datasets(raw: Any, source: str) -> dict[str, DatasetEntry]:
+    """The `datasets:` section: typed entries whose relative paths resolve against the spec file's folder."""
+    from clbench.data.sources import DATASET_NAMES
+
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SpecError(f"{source}: `datasets` must map data set names to {{format: ..., path: ...}}")
+    entries = {}
+    for name, values in raw.items():
+        if not isinstance(name, str) or not DATASET_NAME.fullmatch(name):
+            raise SpecError(f"{source}: `datasets.{name}`: a data set name uses letters, digits, '.', '_', '-'")
+        if name in DATASET_NAMES:
+            raise SpecError(f"{source}: `datasets.{name}` would hide the built-in data set {name}; rename it")
+        entry = build(DatasetEntry, values, where=f"datasets.{name}", source=source)
+        path = Path(entry.path).expanduser()
+        if not path.is_absolute():
+            path = Path(source).resolve().parent / path
+        entries[name] = DatasetEntry(entry.format, str(path))
+    return entries
+
+
+def class_blocks(dataset: str, n_classes: int, block: int, remainder: str = "error") -> list[range]:
+    """Classes 0..n_classes-1 in consecutive blocks of `block` >= 1 (the tasks of a split data set).
+
+    When `block` does not divide `n_classes`, `remainder` says what happens to the rest (`data.remainder`):
+    error (SpecError: [3] on MNIST would make a one-class task `mnist:9-9`, trivially 100% accurate), keep (a
+    smaller last task), drop (the rest is not used) or merge (the rest joins the last full block).
+    """
+    rest = n_classes % block
+    full = [range(first, first + block) for first in range(0, n_classes - rest, block)]
+    if rest == 0:
+        return full
+    if remainder == "keep" or (remainder == "merge" and not full):
+        return [*full, range(n_classes - rest, n_classes)]
+    if remainder == "merge":
+        return [*full[:-1], range(full[-1].start, n_classes)]
+    if remainder == "drop" and full:
+        return full
+    divisors = ", ".join(str(d) for d in range(1, n_classes + 1) if n_classes % d == 0)
+    raise SpecError(f"`data.classes_per_task` is {block} for {dataset}, which has {n_classes} classes: blocks of "
+                    f"{block} leave {rest} class(es) over; use a block size that divides {n_classes} ({divisors}) "
+                    f"or set `data.remainder` to keep, drop or merge (now {remainder})")
+
+
+def _check_class_blocks(data: DataSpec, source: str) -> None:
+    """The split's block sizes against the class counts of the built-in data sets (others: when loaded)."""
+    from clbench.data.sources import DATASET_NAMES, get_source  # torch-free, but only needed here
+
+    for name, block in zip(data.datasets, data.classes_per_task or ()):
+        if name in DATASET_NAMES:
+            try:
+                class_blocks(name, get_source(name).n_classes, block, data.remainder)
+            except SpecError as error:
+                raise SpecError(f"{source}: {error}") from None
+
+
+def _check_data(data: DataSpec, source: str, own_datasets: tuple[str, ...] = ()) -> None:
+    from clbench.data.sources import DATASET_NAMES
+
+    known = (*DATASET_NAMES, *own_datasets)
+    for name in data.datasets:
+        if name not in known:
+            raise SpecError(f"{source}: `data.datasets`: unknown data set {name}; known: {', '.join(known)} "
+                            f"(declare your own under `datasets:`)")
     if data.kind == "split" and (data.classes_per_task is None or len(data.classes_per_task) != len(data.datasets)):
         raise SpecError(f"{source}: `data.classes_per_task` needs one value per data set for kind split")
+    if data.kind == "split":
+        _check_class_blocks(data, source)
     if data.kind == "permuted" and (data.n_tasks is None or len(data.datasets) != 1):
         raise SpecError(f"{source}: kind permuted needs exactly one data set and `data.n_tasks`")
-    if data.form == "mnist28" and not set(data.datasets) <= {"mnist", "fashion-mnist"}:
-        raise SpecError(f"{source}: `data.form` mnist28 is only for mnist and fashion-mnist")
+    if data.form == "mnist28" and not set(data.datasets) <= {"mnist", "fashion-mnist", *own_datasets}:
+        raise SpecError(f"{source}: `data.form` mnist28 is only for mnist, fashion-mnist and a spec's own data sets")

@@ -1,4 +1,4 @@
-"""Shared fixtures: the offline mirror of real MNIST (../shared/data) and a prepared data cache."""
+"""Shared fixtures: the offline mirror of real MNIST ($CLBENCH_MIRROR, else ../shared/data) and a prepared cache."""
 
 from __future__ import annotations
 
@@ -16,26 +16,20 @@ def pytest_configure(config: pytest.Config) -> None:
     torch.set_num_threads(1)
 
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO.parent / "shared" / "data"
+@pytest.fixture(scope="session")
+def mnist_mirror() -> Path:
+    """The offline mirror ($CLBENCH_MIRROR, else ../shared/data) holding MNIST; skips otherwise."""
+    from realmirror import require_mirror
 
-
-def mirror_dir() -> Path:
-    """The offline mirror: $CLBENCH_MIRROR if it is a folder, else ../shared/data beside the checkout."""
-    import os
-
-    explicit = os.environ.get("CLBENCH_MIRROR")
-    if explicit and Path(explicit).is_dir():
-        return Path(explicit)
-    return SHARED_DATA
+    return require_mirror("mnist/train-images-idx3-ubyte.gz")
 
 
 @pytest.fixture(scope="session")
-def mnist_mirror() -> Path:
-    path = mirror_dir()
-    if not (path / "mnist" / "train-images-idx3-ubyte.gz").is_file():
-        pytest.skip(f"no MNIST mirror at {path} (set CLBENCH_MIRROR)")
-    return path
+def shared_mirror() -> Path:
+    """The offline mirror ($CLBENCH_MIRROR, else ../shared/data) with its MD5SUMS; skips otherwise."""
+    from realmirror import require_mirror
+
+    return require_mirror("MD5SUMS")
 
 
 @pytest.fixture(scope="session")

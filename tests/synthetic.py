@@ -62,7 +62,7 @@ def tiny_spec(network: str = "mlp", kind: str = "split", n_tasks: int = 3,
         data = DataSpec(kind="permuted", datasets=("mnist",), form="mnist28", n_tasks=n_tasks)
     elif network == "mlp":
         data = DataSpec(kind="split", datasets=("mnist",), form="mnist28", classes_per_task=(10 // n_tasks + 1,),
-                        shuffle_tasks=False)
+                        remainder="keep", shuffle_tasks=False)
     else:
         data = DataSpec(kind="mixture", datasets=("cifar10", "svhn", "fashion-mnist")[:n_tasks], form="image32")
     net = (NetworkSpec(kind="mlp", hidden=(32, 32)) if network == "mlp" else

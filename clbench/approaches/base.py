@@ -18,6 +18,7 @@ training loss and evaluation under bfloat16 autocast (backward and the optimiser
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from torch.nn import functional
 
 from clbench.config import field
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
+from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network
 from clbench.seeding import torch_generator
 from clbench.spec import NetworkSpec, TrainingSpec
@@ -138,13 +140,33 @@ class PlateauSchedule:
 
 
 REGISTRY: dict[str, type[Approach]] = {}
+ORIGINS: dict[str, dict[str, Any]] = {}  # name -> where a plugin came from (`clbench.approaches.plugins`)
+
+
+class DuplicateApproachError(SpecError, ValueError):
+    """Two approaches share a name; the message names both origins."""
+
+
+def describe_origin(cls: type) -> str:
+    """Where an approach class comes from, in words (its plugin origin if known, else its module and file)."""
+    origin = ORIGINS.get(getattr(cls, "name", ""))
+    if origin is not None and REGISTRY.get(cls.name) is cls:
+        return origin["description"]
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    kind = "built-in" if cls.__module__.startswith("clbench.") else "module"
+    return f"{kind} {cls.__module__}" + (f" ({path})" if path and kind == "module" else "")
 
 
 def register(cls: type[Approach]) -> type[Approach]:
     """Class decorator: register an approach under `cls.name` (a duplicate name is an error)."""
-    if cls.name in REGISTRY:
-        raise ValueError(f"approach name {cls.name!r} registered twice ({REGISTRY[cls.name].__module__}, "
-                         f"{cls.__module__})")
+    if not cls.name:
+        raise SpecError(f"approach class {cls.__module__}.{cls.__qualname__} has no `name`: set the class "
+                        f"attribute `name = \"my-method\"`")
+    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
+        raise DuplicateApproachError(f"approach name {cls.name!r} is taken twice: by "
+                                     f"{describe_origin(REGISTRY[cls.name])} and by {describe_origin(cls)}; "
+                                     f"rename one (its class attribute `name`)")
     REGISTRY[cls.name] = cls
     return cls
 

@@ -9,6 +9,7 @@ from clbench.cli.evaluate import evaluate
 from clbench.cli.fetch import fetch
 from clbench.cli.listing import list_command
 from clbench.cli.report import report
+from clbench.cli.spec import spec
 from clbench.cli.train import train
 
 app = typer.Typer(
@@ -24,6 +25,7 @@ app.command("evaluate")(evaluate)
 app.command("report")(report)
 app.command("list")(list_command)
 app.command("bench")(bench)
+app.command("spec")(spec)
 
 
 def main() -> None:

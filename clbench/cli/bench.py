@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from clbench.cli.common import DataDirOption, ResultsOption, console, default_data_dir, handle_errors, parse_methods
+from clbench.cli.common import DataDirOption, ResultsOption, console, default_data_dir, handle_errors, load_methods
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -46,19 +46,20 @@ def bench(
     from clbench.bench import BenchSettings, run_bench, write_bench
     from clbench.engine import resolve_device
     from clbench.errors import ClbenchError
-    from clbench.spec import load_benchmark
+    from clbench.spec import command_argument, load_benchmark
 
     if amp not in AMP_CHOICES:
         raise ClbenchError(f"--amp {amp!r}: use one of {', '.join(AMP_CHOICES)}")
     switches = [*(["training.compile=true"] if compile_network else []),
                 *([f"training.amp={amp}"] if amp != "none" else [])]
+    methods = load_methods(method)
     spec = load_benchmark(benchmark, [*overrides, *switches])
     torch_device = resolve_device(device)
     settings = BenchSettings(batches=batches, epoch=epoch, seed=seed)
     settings.epoch_mode(torch_device)
     out = console()
     with out.status("measuring") as status:
-        run = run_bench(spec, parse_methods(method), torch_device, settings, data_dir or default_data_dir(),
+        run = run_bench(spec, methods, torch_device, settings, data_dir or default_data_dir(),
                         progress=lambda name: status.update(f"measuring {name}"))
     path = write_bench(run, results)
     out.print(_table(run))
@@ -66,7 +67,8 @@ def bench(
         out.print(f"[yellow]skipped[/] {name}: {reason}")
     if run.data == "synthetic":
         out.print(f"[yellow]synthetic data[/]: {spec.name}'s data are not all cached, so random images of the "
-                  f"real shapes and sizes were timed (`clbench fetch {spec.name}` for the real ones)")
+                  f"real shapes and sizes were timed (`clbench fetch {command_argument(spec)}` for the real ones)",
+                  soft_wrap=True)
     out.print(f"stored in {path}")
 
 

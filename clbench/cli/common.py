@@ -69,11 +69,22 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def parse_methods(text: str) -> list[str]:
-    """Split `hat,sgd` into method names (validated later against the registry)."""
+    """Split `hat,sgd` (or `path/to/file.py:Class,sgd`) into entries (validated later against the registry)."""
     methods = [name.strip() for name in text.split(",") if name.strip()]
     if not methods:
         raise ClbenchError("--method names no approach: use e.g. -m hat or -m sgd,sgd-f,joint,random")
     return methods
+
+
+def load_methods(text: str) -> list[str]:
+    """Parse `--method` and register its plugins (`file.py:Class`, `package.module:Class`, entry points).
+
+    Returns registered names. Call it before loading the spec: plugin sections and `--set <name>.<key>` are
+    validated against the registry. Imports torch (call it inside a command).
+    """
+    from clbench.approaches.plugins import load_methods as register_methods
+
+    return register_methods(parse_methods(text))
 
 
 def default_data_dir() -> Path:

@@ -13,7 +13,7 @@ from clbench.cli.common import (
     console,
     default_data_dir,
     handle_errors,
-    parse_methods,
+    load_methods,
     parse_seeds,
 )
 from clbench.cli.train import SetOption
@@ -22,7 +22,7 @@ from clbench.cli.train import SetOption
 @handle_errors
 def evaluate(
     benchmark: str = typer.Argument("mixture8", help="Benchmark name from benchmarks/ or a path to a YAML spec."),
-    method: str = typer.Option("hat", "--method", "-m", help="Approach(es), comma-separated."),
+    method: str = typer.Option("hat", "--method", "-m", help="Approach(es), comma-separated (plugins: file.py:Class)."),
     seeds: str = typer.Option("0", "--seeds", help="Seeds: 0-9, 0,3,7 or 4."),
     results: Path = ResultsOption,
     overrides: list[str] = SetOption,
@@ -36,8 +36,9 @@ def evaluate(
     from clbench.engine import fetching_loader, plan_runs, reevaluate, resolve_device
     from clbench.spec import load_benchmark
 
+    methods = load_methods(method)
     spec = load_benchmark(benchmark, overrides)
-    plans = plan_runs(spec, parse_methods(method), parse_seeds(seeds), results, overrides)
+    plans = plan_runs(spec, methods, parse_seeds(seeds), results, overrides)
     torch_device = resolve_device(device)
     loader = fetching_loader(data_dir or default_data_dir(), mirror)
     table = Table("run", "stage", "mean accuracy", "per task")

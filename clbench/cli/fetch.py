@@ -16,11 +16,15 @@ from clbench.errors import ClbenchError, SpecError
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from clbench.data.custom import CustomDataset
+    from clbench.spec import BenchmarkSpec
+
 
 @handle_errors
 def fetch(
     names: list[str] | None = typer.Argument(
-        None, metavar="NAME...", help="Data sets (mnist, fashion-mnist, ...) or benchmarks (mixture8, ...)."
+        None, metavar="NAME...", help="Data sets (mnist, fashion-mnist, ...) or benchmarks (mixture8, my.yaml, ...); "
+                                      "a spec's own `datasets:` are converted too."
     ),
     data_dir: Path | None = DataDirOption,
     mirror: str | None = MirrorOption,
@@ -36,20 +40,25 @@ def fetch(
         return
     if not names:
         raise ClbenchError(f"name at least one data set or benchmark; data sets: {', '.join(sources.DATASET_NAMES)}")
-    failed = [name for name in expand_names(names) if not _fetch_one(name, data_dir, mirror, force)]
+    failed = [name for name, own in fetch_targets(names) if not _fetch_one(name, data_dir, mirror, force, own)]
     if failed:
         raise ClbenchError(f"could not fetch {', '.join(failed)} (see above)")
 
 
-def _fetch_one(name: str, data_dir: Path, mirror: str | None, force: bool) -> bool:
-    """Fetch one data set; print its failure and return False so that the others are still fetched."""
+def _fetch_one(name: str, data_dir: Path, mirror: str | None, force: bool, own: CustomDataset | None = None) -> bool:
+    """Fetch one data set (`own`: a spec's own one); print its failure and return False so that the others are
+    still fetched."""
     from rich.markup import escape
 
     from clbench.data import sources
+    from clbench.data.custom import prepare_custom
 
     try:
-        with _progress_bar() as progress:
-            folder = sources.fetch_dataset(name, data_dir, mirror, progress=_callback(progress), force=force)
+        if own is not None:
+            folder = prepare_custom(own, data_dir, force=force)
+        else:
+            with _progress_bar() as progress:
+                folder = sources.fetch_dataset(name, data_dir, mirror, progress=_callback(progress), force=force)
     except ClbenchError as error:
         console(stderr=True).print(f"[bold red]failed:[/] {escape(str(error))}", soft_wrap=True)
         return False
@@ -59,21 +68,32 @@ def _fetch_one(name: str, data_dir: Path, mirror: str | None, force: bool) -> bo
 
 def expand_names(names: list[str]) -> list[str]:
     """Data set names, with benchmark names replaced by their data sets; order kept, duplicates dropped."""
+    return [name for name, _ in fetch_targets(names)]
+
+
+def fetch_targets(names: list[str]) -> list[tuple[str, CustomDataset | None]]:
+    """(data set name, the spec's own data set or None for a built-in) for each data set to prepare; benchmark
+    names and spec files are replaced by their data sets; order kept, duplicates dropped."""
+    from clbench.data.custom import custom_datasets
     from clbench.data.sources import DATASET_NAMES
 
-    expanded: list[str] = []
+    targets: list[tuple[str, CustomDataset | None]] = []
     for name in names:
-        for dataset in (name,) if name in DATASET_NAMES else _benchmark_datasets(name, DATASET_NAMES):
-            if dataset not in expanded:
-                expanded.append(dataset)
-    return expanded
+        if name in DATASET_NAMES:
+            found: list[tuple[str, CustomDataset | None]] = [(name, None)]
+        else:
+            spec = _benchmark_spec(name, DATASET_NAMES)
+            own = custom_datasets(spec)
+            found = [(dataset, own.get(dataset)) for dataset in spec.data.datasets]
+        targets.extend(target for target in found if target not in targets)
+    return targets
 
 
-def _benchmark_datasets(name: str, dataset_names: tuple[str, ...]) -> tuple[str, ...]:
+def _benchmark_spec(name: str, dataset_names: tuple[str, ...]) -> BenchmarkSpec:
     from clbench.spec import load_benchmark
 
     try:
-        return tuple(load_benchmark(name).data.datasets)
+        return load_benchmark(name)
     except SpecError as error:
         raise ClbenchError(
             f"{name!r} is neither a data set ({', '.join(dataset_names)}) nor a usable benchmark: {error}"

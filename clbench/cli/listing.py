@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import typer
 
-from clbench.cli.common import console, handle_errors
+from clbench.cli.common import console, handle_errors, load_methods
 
 
 @handle_errors
 def list_command(
     benchmark: list[str] = typer.Option([], "--benchmark", "-b", help="Only these benchmarks (repeatable)."),
     parameters: bool = typer.Option(True, "--parameters/--no-parameters", help="Count parameters per approach."),
+    method: str | None = typer.Option(None, "--method", "-m", help="Also load these plugins (path/to/file.py:Class "
+                                                                   "or package.module:Class, comma-separated)."),
 ) -> None:
     """List benchmarks and approaches, with each approach's parameter count per benchmark."""
     from rich.table import Table
 
     from clbench.approaches import REGISTRY, approach_names
+    from clbench.approaches.plugins import origin_label
     from clbench.spec import benchmark_names, load_benchmark
 
+    if method:
+        load_methods(method)
     out = console()
     names = benchmark or benchmark_names()
     specs = [load_benchmark(name) for name in names]
@@ -26,18 +31,19 @@ def list_command(
         table.add_row(spec.name, str(len(_head_sizes(spec))), spec.network.kind, spec.description)
     out.print(table)
     approaches = Table("approach", "summary", title="Approaches")
+    approaches.add_column("origin", overflow="fold")
     for name in approach_names():
-        approaches.add_row(name, REGISTRY[name].summary)
+        approaches.add_row(name, REGISTRY[name].summary, origin_label(name))
     out.print(approaches)
     if parameters:
         out.print(_parameter_table(specs))
 
 
 def _head_sizes(spec: object) -> tuple[int, ...]:
-    from clbench.data.sources import get_source
+    from clbench.data.custom import n_classes_lookup
     from clbench.data.tasks import head_sizes_for
 
-    return head_sizes_for(spec.data, lambda name: get_source(name).n_classes)  # type: ignore[attr-defined]
+    return head_sizes_for(spec.data, n_classes_lookup(spec))  # type: ignore[arg-type, attr-defined]
 
 
 def parameter_counts(spec: object) -> dict[str, int]:

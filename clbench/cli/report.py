@@ -33,14 +33,17 @@ class ReportRequest:
     seeds: list[int] | None
     plot: Path | None
     monitoring: bool = False
+    paper: bool = False
 
 
 @handle_errors
 def report(
-    benchmark: str | None = typer.Argument(None, help="Benchmark name (default: every benchmark in the results)."),
+    benchmark: str | None = typer.Argument(None, help="Benchmark name or a path to its YAML spec (default: every "
+                                           "benchmark in the results)."),
     results: Path = ResultsOption,
     table: bool | None = typer.Option(None, "--table/--no-table", help="The per-stage table of --metric "
-                                      "(default: on, unless --summary, --time, --hat or --monitoring is given)."),
+                                      "(default: on, unless --summary, --time, --hat, --monitoring or --paper is "
+                                      "given)."),
     summary: bool = typer.Option(False, "--summary", help="After the last task: parameters, A<=T, backward "
                                  "transfer, max-previous forgetting."),
     time: bool = typer.Option(False, "--time", help="Training time: total, per epoch, per batch (and the "
@@ -57,15 +60,17 @@ def report(
     seeds: str | None = typer.Option(None, "--seeds", help="Only these seeds: 0-9, 0,3,7 or 4."),
     plot: Path | None = typer.Option(None, "--plot", help="Write the figures (PNG and PDF) to this folder."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the tables to this file too."),
+    paper: bool = typer.Option(False, "--paper", help="The paper's published numbers beside ours (same approach, "
+                               "stage and pmnist variant), with the settings where our runs differ."),
 ) -> None:
     """The paper's tables (forgetting ratio or accuracy per stage, summary, time, HAT) and figures."""
     if fmt not in FORMATS:
         raise ClbenchError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if metric not in METRICS:
         raise ClbenchError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
-    others = summary or time or hat or monitoring
+    others = summary or time or hat or monitoring or paper
     request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
-                            references, parse_seeds(seeds) if seeds else None, plot, monitoring)
+                            references, parse_seeds(seeds) if seeds else None, plot, monitoring, paper)
     text, figures = run_report(results, benchmark, request)
     if output is not None:
         output.write_text(text)
@@ -78,11 +83,12 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
     """The text of every table asked for, for one or every benchmark, and the figure files written."""
     from clbench.report import benchmarks_in
 
-    names = [benchmark] if benchmark else benchmarks_in(results)
+    names = [_benchmark_name(benchmark)] if benchmark else benchmarks_in(results)
     sections: list[tuple[str, str, str]] = []  # (benchmark, kind, text)
     figures: list[Path] = []
     for name in names:
-        found, drawn = _benchmark_sections(results, name, request)
+        spec_argument = (benchmark if benchmark != name else None) if benchmark else _spec_file_of_runs(results, name)
+        found, drawn = _benchmark_sections(results, name, request, spec_argument)
         sections += found
         figures += drawn
     if request.fmt == "csv":
@@ -90,11 +96,38 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
     return _join_text(sections, request.fmt, several_benchmarks=len(names) > 1), figures
 
 
-def _benchmark_sections(results: Path, name: str, request: ReportRequest) -> tuple[list[tuple[str, str, str]],
-                                                                                    list[Path]]:
+def _benchmark_name(benchmark: str) -> str:
+    """The name a benchmark's runs are stored under: the name itself, or the `name:` of the spec file given."""
+    from clbench.spec import is_spec_path, load_benchmark
+
+    return load_benchmark(benchmark).name if is_spec_path(benchmark) else benchmark
+
+
+def _spec_file_of_runs(results: Path, name: str) -> str | None:
+    """The spec file a benchmark's runs were trained from (their run.json), unless it is the shipped spec."""
+    import json
+
+    from clbench.spec import benchmarks_dir
+
+    for run_file in sorted(Path(results, name).glob("*/*/seed-*/run.json")):
+        try:
+            spec_file = json.loads(run_file.read_text()).get("spec_file")
+        except (OSError, ValueError):
+            continue
+        if not spec_file:
+            continue
+        path = Path(spec_file)
+        shipped = path.name == f"{name}.yaml" and path.parent.name == "benchmarks" and \
+            (benchmarks_dir() / path.name).is_file()
+        return None if shipped else spec_file
+    return None
+
+
+def _benchmark_sections(results: Path, name: str, request: ReportRequest,
+                        spec_argument: str | None = None) -> tuple[list[tuple[str, str, str]], list[Path]]:
     from clbench import report as tables
 
-    loaded = tables.load_results(results, name, request.seeds)
+    loaded = tables.load_results(results, name, request.seeds, spec_argument=spec_argument)
     fmt, ci = request.fmt, request.ci
     sections = []
     main = None
@@ -116,6 +149,11 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest) -> tup
     if hat is not None:
         text = tables.hat_csv(hat) if fmt == "csv" else tables.render_tables(tables.hat_tables(hat), fmt)
         sections.append((name, "hat", text))
+    if request.paper:
+        from clbench.paper_results import build_paper_comparison, render_comparison
+
+        comparison = build_paper_comparison(results, name, results=loaded)
+        sections.append((name, "paper", render_comparison(comparison, fmt)))
     figures = _draw(request, main, hat)
     if request.monitoring:
         found, drawn = _monitoring_sections(loaded, name, request)

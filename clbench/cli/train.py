@@ -6,6 +6,7 @@ Runs are resumed after their last finished task, locked while they run, and exec
 
 from __future__ import annotations
 
+import shlex
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from clbench.cli.common import (
     console,
     default_data_dir,
     handle_errors,
-    parse_methods,
+    load_methods,
     parse_seeds,
 )
 
@@ -41,7 +42,9 @@ SetOption = typer.Option(
 @handle_errors
 def train(
     benchmark: str = typer.Argument("mixture8", help="Benchmark name from benchmarks/ or a path to a YAML spec."),
-    method: str = typer.Option("hat", "--method", "-m", help="Approach(es), comma-separated, e.g. hat,sgd,joint."),
+    method: str = typer.Option("hat", "--method", "-m",
+                               help="Approach(es), comma-separated, e.g. hat,sgd,joint; a plugin as "
+                                    "path/to/file.py:Class or package.module:Class."),
     seeds: str = typer.Option("0", "--seeds", help="Seeds: 0-9, 0,3,7 or 4."),
     results: Path = ResultsOption,
     overrides: list[str] = SetOption,
@@ -69,7 +72,7 @@ def train(
     from clbench.spec import load_benchmark
 
     seed_list = parse_seeds(seeds)
-    methods = parse_methods(method) + (reference_methods() if with_references else [])
+    methods = load_methods(method) + (reference_methods() if with_references else [])
     override_sets = grid_override_sets(overrides, grid)
     specs = [load_benchmark(benchmark, override_set) for override_set in override_sets]
     plans = unique_plans(plan for spec, override_set in zip(specs, override_sets)
@@ -81,7 +84,7 @@ def train(
         if executor == "local":
             prepare_data(specs, data_dir, mirror)
         outcomes = _run(plans, execution, fetching_loader(data_dir, mirror))
-    _summarise(outcomes, results, specs[0].name)
+    _summarise(outcomes, results, benchmark)
 
 
 def reference_methods() -> list[str]:
@@ -130,13 +133,17 @@ def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
 
 
 def _summarise(outcomes: list[RunOutcome], results: Path, benchmark: str) -> None:
-    """One line of counts, the results folder; exit code 1 if a run failed, 130 if one was interrupted."""
+    """One line of counts, the results folder; exit code 1 if a run failed, 130 if one was interrupted.
+
+    `benchmark` is the argument as the user gave it (a name or a spec file), so the printed command works pasted.
+    """
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
     out = console()
     out.print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no runs")
-    out.print(f"results in {results}; make the table with `clbench report {benchmark} --results {results}`")
+    out.print(f"results in {results}; make the table with `clbench report {shlex.quote(benchmark)} --results "
+              f"{shlex.quote(str(results))}`", soft_wrap=True)
     if "interrupted" in counts:
         raise typer.Exit(EXIT_INTERRUPTED)
     if any(not outcome.succeeded for outcome in outcomes):

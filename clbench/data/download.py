@@ -90,15 +90,19 @@ def file_digest(path: Path, algorithm: str) -> str:
     return file_digests(path, (algorithm,))[algorithm]
 
 
-def verify_file(path: Path, checksum: Checksum, display_name: str | None = None) -> None:
-    """Raise ChecksumError, after deleting `path`, if the file does not match `checksum`."""
+UPSTREAM_MISMATCH_ADVICE = ("the file was deleted (corrupted or changed upstream): run the command again, "
+                            "or use a mirror")
+
+
+def verify_file(path: Path, checksum: Checksum, display_name: str | None = None,
+                advice: str = UPSTREAM_MISMATCH_ADVICE) -> None:
+    """Raise ChecksumError, after deleting `path`, if the file does not match `checksum`; `advice` ends the message."""
     actual = file_digest(path, checksum.algorithm)
     if actual != checksum.digest.lower():
         path.unlink(missing_ok=True)
         name = display_name or path.name
         raise ChecksumError(
-            f"{name}: {checksum.algorithm} mismatch, expected {checksum.digest} but got {actual}"
-            "; the file was deleted (corrupted or changed upstream): run the command again, or use a mirror"
+            f"{name}: {checksum.algorithm} mismatch, expected {checksum.digest} but got {actual}; {advice}"
         )
 
 
@@ -124,8 +128,11 @@ def download(
     progress: ProgressCallback | None = None,
     retry: RetryPolicy = RetryPolicy(),
     sleep: Callable[[float], None] = time.sleep,
+    mismatch_advice: str = UPSTREAM_MISMATCH_ADVICE,
 ) -> str:
     """Download the first URL that works into `target`, verified, atomically; return the URL used.
+
+    `mismatch_advice` ends the ChecksumError message (what the user should do about a corrupted file).
 
     Raises:
         ChecksumError: the downloaded file does not match `checksum` (the file is deleted).
@@ -144,7 +151,7 @@ def download(
             continue
         part = _part_path(target)
         if checksum is not None:
-            verify_file(part, checksum, display_name=target.name)
+            verify_file(part, checksum, display_name=target.name, advice=mismatch_advice)
         os.replace(part, target)
         return url
     raise DataNotFoundError(f"could not download {target.name}: tried " + "; ".join(failures or ["no URL"]))

@@ -32,7 +32,16 @@ import numpy as np
 from clbench import __version__
 from clbench.data import cache
 from clbench.data.archives import extract_archive, load_pickle, read_mat
-from clbench.data.download import Checksum, ProgressCallback, RetryPolicy, download, file_digest, file_digests, join_url
+from clbench.data.download import (
+    UPSTREAM_MISMATCH_ADVICE,
+    Checksum,
+    ProgressCallback,
+    RetryPolicy,
+    download,
+    file_digest,
+    file_digests,
+    join_url,
+)
 from clbench.errors import ClbenchError, DataNotFoundError
 
 logger = logging.getLogger(__name__)
@@ -67,11 +76,20 @@ class PreparedDataset:
 
 @dataclass(frozen=True)
 class UpstreamFile:
-    """A file as published upstream; `urls` are tried in order."""
+    """A file as published upstream; `urls` are tried in order.
+
+    `aliases`: other names the same file was published under; a mirror holding the file under one of them is
+    accepted too (the download is always stored as `name`).
+    """
 
     name: str
     urls: tuple[str, ...]
     checksum: Checksum | None = None
+    aliases: tuple[str, ...] = ()
+
+    def mirror_urls(self, mirror: str, dataset: str) -> tuple[str, ...]:
+        """Where the file may be in `mirror`: `<mirror>/<dataset>/<name>`, then the same for each alias."""
+        return tuple(join_url(mirror, dataset, name) for name in (self.name, *self.aliases))
 
 
 @dataclass(frozen=True)
@@ -222,6 +240,8 @@ def _features_split(path: Path, layout: str) -> tuple[np.ndarray, np.ndarray]:
     labels = np.asarray(_field(record, "labels", path.name)).reshape(-1).astype(np.int64)
     if images.ndim != 4 or len(images) != len(labels):
         raise ClbenchError(f"{path.name}: features {images.shape} and labels {labels.shape} do not match")
+    if images.dtype == np.int8:  # some upstream FaceScrub pickles; the reference reads them with .astype(np.uint8)
+        images = images.view(np.uint8)
     if images.size and (images.min() < 0 or images.max() > 255):
         raise ClbenchError(f"{path.name}: pixel values outside 0..255")
     if layout == "NHWC":
@@ -347,12 +367,14 @@ def _traffic_signs() -> DataSource:
     No checksum is pinned: Udacity never published one and the paper-era file (October 2016) can no longer
     be obtained to compute it; the manifest records the sha256 of what was downloaded. The alternative URLs are
     Udacity's later re-issues of the same pickles; the 2017 one splits `valid.p` off the training set, which
-    the converter appends back to recover the paper's 39,209 training images.
+    the converter appends back to recover the paper's 39,209 training images. The re-issues are named
+    `traffic-signs-data.zip`; a mirror may hold the file under either name.
     """
     urls = ("https://d17h27t6h515a5.cloudfront.net/topher/2016/October/580d53ce_traffic-sign-data/traffic-sign-data.zip",
             "https://d17h27t6h515a5.cloudfront.net/topher/2016/November/581faac4_traffic-signs-data/traffic-signs-data.zip",
             "https://s3-us-west-1.amazonaws.com/udacity-selfdrivingcar/traffic-signs-data.zip")
-    return DataSource("traffic-signs", 43, (UpstreamFile("traffic-sign-data.zip", urls),), _convert_traffic_signs,
+    upstream = UpstreamFile("traffic-sign-data.zip", urls, aliases=("traffic-signs-data.zip",))
+    return DataSource("traffic-signs", 43, (upstream,), _convert_traffic_signs,
                       forms=(("image32", Normalisation((0.3398, 0.3117, 0.3210), (0.2755, 0.2647, 0.2712))),),
                       paper_sizes=(39209, 12630), notes=_traffic_signs.__doc__ or "")
 
@@ -440,9 +462,11 @@ def _obtain(source: DataSource, upstream: UpstreamFile, downloads: Path, mirror:
     if force and upstream.checksum is None:  # nothing to verify an earlier (partial) download against
         target.with_name(target.name + ".part").unlink(missing_ok=True)
     if not _reusable(target, upstream.checksum, force):
-        urls = (join_url(mirror, source.name, upstream.name),) if mirror else upstream.urls
+        urls = upstream.mirror_urls(mirror, source.name) if mirror else upstream.urls
+        advice = _mirror_mismatch_advice(source, upstream, mirror) if mirror else UPSTREAM_MISMATCH_ADVICE
         try:
-            origin = download(urls, target, checksum=upstream.checksum, progress=progress, retry=retry)
+            origin = download(urls, target, checksum=upstream.checksum, progress=progress, retry=retry,
+                              mismatch_advice=advice)
         except DataNotFoundError as error:
             raise DataNotFoundError(_not_found_message(source, mirror, str(error))) from None
     pinned = f"{upstream.checksum.algorithm}:{upstream.checksum.digest}" if upstream.checksum else None
@@ -457,6 +481,13 @@ def _reusable(target: Path, checksum: Checksum | None, force: bool) -> bool:
     if checksum is None:
         return not force
     return file_digest(target, checksum.algorithm) == checksum.digest
+
+
+def _mirror_mismatch_advice(source: DataSource, upstream: UpstreamFile, mirror: str) -> str:
+    """What to do when a file read from a mirror fails its checksum: downloading again would not help."""
+    where = join_url(mirror, source.name, upstream.name)
+    return (f"the downloaded copy was deleted; the mirror's file ({where}) is not the published one: replace it "
+            f"with the upstream file ({upstream.urls[0]}) and run the command again")
 
 
 def _not_found_message(source: DataSource, mirror: str | None, detail: str) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from clbench.seeding import numpy_generator
-from clbench.spec import DataSpec
+from clbench.spec import DataSpec, class_blocks
 
 if TYPE_CHECKING:
     from clbench.data.sources import PreparedDataset
@@ -157,7 +157,7 @@ def raw_tasks(spec: DataSpec, seed: int, load: DatasetLoader) -> list[RawTask]:
     if spec.kind == "split":
         tasks: list[RawTask] = []
         for name, block in zip(spec.datasets, spec.classes_per_task or ()):
-            tasks.extend(_class_blocks(load(name, spec.form), block))
+            tasks.extend(_class_blocks(load(name, spec.form), block, spec.remainder))
         return tasks
     return _permutations(load(spec.datasets[0], spec.form), spec.n_tasks or 1, seed)
 
@@ -167,10 +167,11 @@ def _whole_dataset(d: PreparedDataset) -> RawTask:
                    tuple(d.mean), tuple(d.std))
 
 
-def _class_blocks(d: PreparedDataset, block: int) -> list[RawTask]:
+def _class_blocks(d: PreparedDataset, block: int, remainder: str) -> list[RawTask]:
     tasks = []
-    for first in range(0, d.n_classes, block):
-        classes = np.arange(first, min(first + block, d.n_classes))
+    for blocked in class_blocks(d.name, d.n_classes, block, remainder):
+        first = blocked.start
+        classes = np.arange(blocked.start, blocked.stop)
         train = np.isin(d.train.labels, classes)
         test = np.isin(d.test.labels, classes)
         name = f"{d.name}:{classes[0]}-{classes[-1]}"
@@ -279,8 +280,7 @@ def head_sizes_for(spec: DataSpec, n_classes: Callable[[str], int]) -> tuple[int
         return (n_classes(spec.datasets[0]),) * (spec.n_tasks or 1)
     sizes: list[int] = []
     for name, block in zip(spec.datasets, spec.classes_per_task or ()):
-        total = n_classes(name)
-        sizes.extend(min(block, total - first) for first in range(0, total, block))
+        sizes.extend(len(blocked) for blocked in class_blocks(name, n_classes(name), block, spec.remainder))
     return tuple(sizes)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,13 +31,15 @@ BENCH_FOLDER = "_bench"
 READ_COLUMNS = (
     ("schema_version", "int64"), ("run_id", "string"), ("benchmark", "string"), ("variant", "string"),
     ("method", "string"), ("seed", "int64"), ("config_hash", "string"), ("data_hash", "string"),
+    ("reference_hash", "string"),
     ("hyperparameters", "string"), ("overrides", "string"), ("stage", "int64"), ("task", "int64"),
     ("task_name", "string"), ("accuracy", "double"), ("stage_epochs", "double"), ("stage_batches", "double"),
     ("stage_train_seconds", "double"), ("device", "string"),
 )
 
 
-IDENTITY = ("benchmark", "variant", "method", "seed", "config_hash", "data_hash", "hyperparameters", "overrides")
+IDENTITY = ("benchmark", "variant", "method", "seed", "config_hash", "data_hash", "reference_hash", "hyperparameters",
+            "overrides")
 
 
 @dataclass
@@ -51,6 +54,8 @@ class Results:
         incomplete: run.json contents (run_id, status, error, method, seed) of runs without accuracy file.
         files: the file names in every run folder, by run id (to find monitoring tables without stat calls).
         info: `runs` as one dict per run id (fast look-ups in loops over runs).
+        spec_argument: how the user named the benchmark when it is not a shipped spec (its spec file, as given),
+            so that the commands printed in notes work when pasted; None: the benchmark's name.
     """
 
     results_dir: Path
@@ -61,9 +66,15 @@ class Results:
     incomplete: list[dict[str, Any]] = field(default_factory=list)
     files: dict[str, set[str]] = field(default_factory=dict)
     info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    spec_argument: str | None = None
 
     def folder(self, run_id: str) -> Path:
         return Path(self.info[run_id]["folder"])
+
+    @property
+    def command_name(self) -> str:
+        """The benchmark as printed commands name it (`clbench train <this> ...`)."""
+        return shlex.quote(self.spec_argument) if self.spec_argument else self.benchmark
 
 
 def benchmarks_in(results_dir: Path) -> list[str]:
@@ -136,8 +147,12 @@ def _pandas_dtype(kind: str) -> str:
     return {"int64": "int64", "double": "float64"}.get(kind, "object")
 
 
-def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None = None) -> Results:
-    """Every run of one benchmark under `results_dir` (optionally only `seeds`), schema-checked."""
+def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None = None,
+                 spec_argument: str | None = None) -> Results:
+    """Every run of one benchmark under `results_dir` (optionally only `seeds`), schema-checked.
+
+    `spec_argument`: the spec file the user named the benchmark by, if any (see `Results.spec_argument`).
+    """
     root = Path(results_dir)
     if not root.is_dir():
         raise ResultsError(f"results folder {root} does not exist; run `clbench train ... --results {root}` first")
@@ -158,7 +173,8 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     runs["folder"] = [str(root / benchmark / run_id.split("/", 1)[-1]) for run_id in runs.index]
     files = {run_id: folders.get(Path(folder), set()) for run_id, folder in zip(runs.index, runs["folder"])}
     info = runs.to_dict("index")
-    return Results(root, benchmark, frame, runs, metrics.accuracy_matrices(frame), incomplete, files, info)
+    return Results(root, benchmark, frame, runs, metrics.accuracy_matrices(frame), incomplete, files, info,
+                   spec_argument)
 
 
 def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from clbench import metrics
 from clbench.report.loading import REFERENCES, Results
@@ -24,6 +23,9 @@ METRICS = ("forgetting-ratio", "accuracy")
 
 
 CONFIDENCE = 0.95
+# What a run shares with each reference (besides the seed): `joint` is trained, so it must share the run's data,
+# network and benchmark protocol (`reference_hash`); `random` trains nothing, so the data (`data_hash`) is enough.
+REFERENCE_KEYS = {"joint": "reference_hash", "random": "data_hash"}
 
 
 @dataclass(frozen=True)
@@ -91,10 +93,10 @@ def run_values(results: Results, metric: str, notes: list[str], include_referenc
                run_ids: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """rho^{<=t} or A^{<=t} (length T) of every usable run (or of `run_ids`), by run id.
 
-    Why a run is not usable (incomplete matrix, no matching joint or random reference, or several that match
-    equally) goes to `notes`, with the command that makes what is missing. See `reference_key`.
+    Why a run is not usable (incomplete matrix, no matching joint or random reference, several equally matching
+    ones) goes to `notes`, with the command that makes what is missing.
     """
-    references = _references(results) if metric == "forgetting-ratio" else None
+    references = reference_candidates(results) if metric == "forgetting-ratio" else {}
     values: dict[str, np.ndarray] = {}
     for run_id in results.info if run_ids is None else run_ids:
         run = results.info[run_id]
@@ -106,85 +108,63 @@ def run_values(results: Results, metric: str, notes: list[str], include_referenc
     return values
 
 
-def reference_key(run: dict[str, Any]) -> tuple[str, str, tuple[tuple[str, str], ...]]:
-    """What a run's `joint` reference must share with it (besides the seed): its data, network and protocol.
-
-    The data hash covers the tasks and splits; the variant and the `--set network.*` options give the resolved
-    network; the variant and the `--set training.*` options give the benchmark's training protocol (an
-    approach's own `training:` section is not part of it). Computed from the stored identity columns, so old
-    results folders match the same way. When a key is set twice, the last `--set` wins, as in the spec loader.
-    """
-    settings: dict[str, str] = {}
-    for text in json.loads(run["overrides"] or "[]"):
-        key, _, value = text.partition("=")
-        if key.strip().split(".")[0] in ("network", "training"):
-            settings[key.strip()] = value.strip()
-    return str(run["data_hash"]), _text(run["variant"]), tuple(sorted(settings.items()))
-
-
-def _text(value: Any) -> str:
-    """A stored string column's value, "" when null."""
-    return "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
-
-
-@dataclass(frozen=True)
-class References:
-    """The complete reference runs of a results folder, grouped by what a run must share with them.
-
-    Attributes:
-        joint: (reference_key, seed) -> run ids of the complete joint runs.
-        random: (data hash, seed) -> run ids of the complete random runs (random trains nothing, so its data
-            and seed identify it).
-    """
-
-    joint: dict[tuple[Any, int], list[str]]
-    random: dict[tuple[str, int], list[str]]
-
-
-def _references(results: Results) -> References:
-    joint: dict[tuple[Any, int], list[str]] = {}
-    random: dict[tuple[str, int], list[str]] = {}
+def reference_candidates(results: Results) -> dict[tuple[str, str, int], list[str]]:
+    """(reference method, key, seed) -> the complete reference runs with that key (`REFERENCE_KEYS`), by run id."""
+    found: dict[tuple[str, str, int], list[str]] = {}
     for run_id, run in results.info.items():
-        if run["method"] not in REFERENCES or not metrics.is_complete_matrix(results.matrices[run_id]):
-            continue
-        if run["method"] == "joint":
-            joint.setdefault((reference_key(run), int(run["seed"])), []).append(run_id)
-        else:
-            random.setdefault((str(run["data_hash"]), int(run["seed"])), []).append(run_id)
-    return References(joint, random)
+        method = run["method"]
+        if method in REFERENCES and _present(run[REFERENCE_KEYS[method]]) \
+                and metrics.is_complete_matrix(results.matrices[run_id]):
+            found.setdefault((method, run[REFERENCE_KEYS[method]], int(run["seed"])), []).append(run_id)
+    return found
 
 
-def _pick_reference(notes: list[str], run_id: str, name: str, candidates: list[str],
-                    results: Results) -> np.ndarray | None:
-    """The one matrix of `candidates`; None (with a note) when several differ. Never chosen by order."""
-    matrices = [results.matrices[candidate] for candidate in candidates]
-    if all(np.array_equal(matrix, matrices[0], equal_nan=True) for matrix in matrices[1:]):
-        return matrices[0]
-    folders = ", ".join(f"{candidate} ({results.folder(candidate)})" for candidate in candidates)
-    notes.append(f"left out {run_id}: {len(candidates)} {name} runs match it equally and their accuracies differ: "
-                 f"{folders}; move all but one out of the results folder")
-    return None
+def _present(value: Any) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def match_reference(results: Results, candidates: dict[tuple[str, str, int], list[str]], method: str,
+                    run: dict[str, Any]) -> tuple[np.ndarray | None, str | None]:
+    """The matrix of a run's `method` reference (joint or random), or None with why not (None: no such run).
+
+    Never chosen by order: when several runs match equally and their matrices differ, there is no answer.
+    """
+    key = run[REFERENCE_KEYS[method]]
+    if not _present(key):
+        return None, (f"it has no {REFERENCE_KEYS[method]} (written by an older clbench); re-run it with "
+                      f"`--force`")
+    run_ids = candidates.get((method, key, int(run["seed"])), [])
+    if not run_ids:
+        return None, None
+    first = results.matrices[run_ids[0]]
+    if all(np.array_equal(results.matrices[other], first, equal_nan=True) for other in run_ids[1:]):
+        return first, None
+    folders = ", ".join(str(results.folder(other)) for other in run_ids)
+    return None, (f"{len(run_ids)} {method} runs match it equally and their accuracies differ ({folders}); "
+                  f"keep one of them in this results folder (move the others to another `--results`)")
 
 
 def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Results,
-                references: References | None, metric: str) -> np.ndarray | None:
+                candidates: dict[tuple[str, str, int], list[str]], metric: str) -> np.ndarray | None:
     matrix = results.matrices[run_id]
     if not metrics.is_complete_matrix(matrix):
         notes.append(f"left out {run_id}: its accuracy matrix is incomplete (a stage or task is missing)")
         return None
-    if metric == "accuracy" or references is None:
+    if metric == "accuracy":
         return metrics.average_accuracy(matrix)
     seed = int(run["seed"])
-    joint_runs = references.joint.get((reference_key(run), seed), [])
-    random_runs = references.random.get((str(run["data_hash"]), seed), [])
-    missing = [name for name, found in (("joint", joint_runs), ("random", random_runs)) if not found]
+    matched = {method: match_reference(results, candidates, method, run) for method in REFERENCES}
+    refused = [reason for _, reason in matched.values() if reason]
+    if refused:
+        notes.append(f"left out {run_id}: " + "; ".join(refused))
+        return None
+    missing = [method for method, (reference, _) in matched.items() if reference is None]
     if missing:
-        notes.append(_missing_note(run_id, run, missing, results.results_dir))
+        notes.append(f"left out {run_id}: no {' and no '.join(missing)} reference for seed {seed} with its data, "
+                     f"network and protocol (data {run['data_hash']}, reference key {run['reference_hash']}); "
+                     f"make it with `{_reference_command(run, missing, results)}`")
         return None
-    joint = _pick_reference(notes, run_id, "joint", joint_runs, results)
-    random = _pick_reference(notes, run_id, "random", random_runs, results)
-    if joint is None or random is None:
-        return None
+    joint, random = matched["joint"][0], matched["random"][0]
     size = matrix.shape[0]
     if joint.shape[0] < size or random.shape[0] < size:
         notes.append(f"left out {run_id}: its references have fewer stages than the run")
@@ -192,21 +172,13 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
     return metrics.forgetting_ratio(matrix, joint[:size, :size], metrics.random_reference(random[:size, :size]))
 
 
-def _missing_note(run_id: str, run: dict[str, Any], missing: list[str], results_dir: Path) -> str:
-    """Why `run_id` has no reference, with the `clbench train` command that makes the matching one."""
-    overrides = [o for o in json.loads(run["overrides"] or "[]") if not _is_method_override(o)]
-    variant = _text(run["variant"])
-    if variant and not any(o.split("=", 1)[0].strip() == "variant" for o in overrides):
-        overrides.insert(0, f"variant={variant}")
-    options = " ".join(f"--set {o}" for o in overrides)
-    command = " ".join(part for part in (f"clbench train {run['benchmark']} -m {','.join(missing)}",
-                                          f"--seeds {run['seed']}", options, f"--results {results_dir}") if part)
-    settings = reference_key(run)[2]
-    protocol = ", ".join(f"{key}={value}" for key, value in settings)
-    shared = f"data {run['data_hash']}" + (f", variant {variant}" if variant else "") + (
-        f", {protocol}" if protocol else "")
-    return (f"left out {run_id}: no {' and no '.join(missing)} reference for seed {run['seed']} "
-            f"({shared}); make it with `{command}`")
+def _reference_command(run: dict[str, Any], missing: Sequence[str], results: Results) -> str:
+    """The `clbench train` command that makes the missing references with the run's data, network, protocol."""
+    overrides = " ".join(f"--set {shlex.quote(option)}" for option in json.loads(run["overrides"] or "[]")
+                         if not _is_method_override(option))
+    return " ".join(part for part in (f"clbench train {results.command_name} -m {','.join(missing)}",
+                                      f"--seeds {int(run['seed'])}", overrides,
+                                      f"--results {shlex.quote(str(results.results_dir))}") if part)
 
 
 def _is_method_override(text: str) -> bool:

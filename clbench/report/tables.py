@@ -49,7 +49,7 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
     report.notes += incomplete_notes(results)
     if results.frame.empty:
         report.notes.append(f"no finished runs of {benchmark} in {results.results_dir}: run `clbench train "
-                            f"{benchmark} -m METHOD --seeds 0-9 --results {results.results_dir}`")
+                            f"{results.command_name} -m METHOD --seeds 0-9 --results {results.results_dir}`")
         return report
     report.stages = list(range(1, int(results.frame["stage"].max()) + 1))
     keep = include_references or metric == "accuracy"
@@ -77,7 +77,7 @@ def incomplete_notes(results: Results) -> list[str]:
     for run in results.incomplete:
         reason = f" ({run['error']})" if run.get("error") else ""
         notes.append(f"left out {run['run_id']}: {run['status']}{reason}; re-run `clbench train "
-                     f"{results.benchmark} -m {run['method']} --seeds {run['seed']}` (with the same --set options)")
+                     f"{results.command_name} -m {run['method']} --seeds {run['seed']}` (with the same --set options)")
     return notes
 
 
@@ -242,7 +242,8 @@ def build_time_report(results: Results) -> TimeReport:
             sorted(int(s) for s in runs.loc[group.index, "seed"])))
     report.rows.sort(key=lambda row: (-_sort_value(row.total_seconds), row.label))
     report.notes += seed_coverage_notes({row.label: row.seeds for row in report.rows})
-    report.notes += _device_notes(results, timed.index) + _bench_notes(bench, results.results_dir, results.benchmark)
+    report.notes += _device_notes(results, timed.index) + _bench_notes(bench, results.results_dir, results.benchmark,
+                                                                      results.command_name)
     return report
 
 
@@ -271,11 +272,11 @@ def _device_notes(results: Results, run_ids: Iterable[str]) -> list[str]:
                                                       for device, n in counts.items())]
 
 
-def _bench_notes(bench: pd.DataFrame, results_dir: Path, benchmark: str) -> list[str]:
+def _bench_notes(bench: pd.DataFrame, results_dir: Path, benchmark: str, command_name: str) -> list[str]:
     """Where batch-F / batch-FB come from: device, batch size, torch version and date (per method if they differ)."""
     if bench.empty:
         return [f"batch-F / batch-FB: no bench results for {benchmark} in {Path(results_dir) / BENCH_FOLDER}; "
-                f"measure them with `clbench bench {benchmark} -m METHODS --results {results_dir}`"]
+                f"measure them with `clbench bench {command_name} -m METHODS --results {results_dir}`"]
     settings: dict[str, list[str]] = {}
     for row in bench.to_dict("records"):
         described = ", ".join(f"{name} {row[column]}" for column, name in (

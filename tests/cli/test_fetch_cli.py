@@ -19,7 +19,6 @@ from clbench.cli.fetch import expand_names, fetch
 from clbench.data import sources
 from clbench.data.download import Checksum
 
-REAL_MIRROR = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 MIXTURE8 = ("facescrub", "mnist", "cifar100", "notmnist", "svhn", "cifar10", "traffic-signs", "fashion-mnist")
 
 
@@ -151,10 +150,9 @@ def test_the_cli_module_imports_neither_torch_nor_numpy() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (REAL_MIRROR / "MD5SUMS").is_file(), reason="shared mirror not present")
-def test_fetch_real_mnist_and_fashion_from_the_shared_mirror(app, tmp_path: Path) -> None:
+def test_fetch_real_mnist_and_fashion_from_the_shared_mirror(app, tmp_path: Path, shared_mirror: Path) -> None:
     result = CliRunner().invoke(
-        app, ["mnist", "fashion-mnist", "--data-dir", str(tmp_path), "--mirror", str(REAL_MIRROR.resolve())]
+        app, ["mnist", "fashion-mnist", "--data-dir", str(tmp_path), "--mirror", str(shared_mirror.resolve())]
     )
 
     assert result.exit_code == 0, result.output

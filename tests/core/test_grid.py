@@ -58,3 +58,18 @@ def test_malformed_options_name_the_option(specs: list[str], message: str) -> No
         expand_grid(specs)
     assert specs[-1] in str(error.value)  # the message quotes the option
     assert isinstance(error.value, ClbenchError)  # the CLI prints it on one line and exits 2
+
+
+def test_every_grid_point_is_validated_by_the_resolver() -> None:
+    from clbench.approaches import resolve
+    from clbench.errors import SpecError
+    from clbench.spec import load_benchmark
+
+    points = expand_grid(["haat.smax=1,2"])
+    assert points == [["haat.smax=1"], ["haat.smax=2"]]
+    for point in points:
+        with pytest.raises(SpecError, match=f"'{point[0]}'.*unknown approach 'haat'"):
+            resolve(load_benchmark("mnist2", point), "hat")
+    smaxes = {resolve(load_benchmark("mnist2", point), "hat").hyperparameters.smax
+              for point in expand_grid(["hat.smax=1,2"])}
+    assert smaxes == {1.0, 2.0}

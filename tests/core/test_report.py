@@ -22,8 +22,11 @@ NAN = np.nan
 def write_run(results: Path, method: str, seed: int, matrix: list[list[float]], config_hash: str = "c0",
               hyperparameters: dict | None = None, data_hash: str = "d0", *, benchmark: str = "b",
               overrides: list[str] | None = None, variant: str | None = None,
-              timing: tuple[float, int, int] | None = None, device: str = "cpu") -> Path:
-    """An accuracy.parquet from a lower-triangular matrix; `timing` = (seconds, epochs, batches) per stage."""
+              timing: tuple[float, int, int] | None = None, device: str = "cpu",
+              reference_hash: str | None = None) -> Path:
+    """An accuracy.parquet from a lower-triangular matrix; `timing` = (seconds, epochs, batches) per stage.
+
+    `reference_hash` (what a joint reference must share) defaults to one per data hash."""
     rows = []
     seconds, epochs, batches = timing if timing is not None else (None, None, None)
     for t, row in enumerate(matrix):
@@ -32,6 +35,7 @@ def write_run(results: Path, method: str, seed: int, matrix: list[list[float]], 
                 "schema_version": SCHEMA_VERSION, "run_id": f"{benchmark}/{method}/{config_hash}/seed-{seed}",
                 "benchmark": benchmark, "variant": variant,
                 "method": method, "seed": seed, "config_hash": config_hash, "data_hash": data_hash,
+                "reference_hash": f"r-{data_hash}" if reference_hash is None else reference_hash,
                 "hyperparameters": json.dumps(hyperparameters or {}, sort_keys=True),
                 "overrides": json.dumps(["data.max_train_samples=9"] if overrides is None else overrides),
                 "stage": t + 1, "task": u + 1, "task_name": f"t{u + 1}", "accuracy": accuracy, "loss": 0.0,

@@ -128,7 +128,8 @@ def test_stale_temporary_files_of_a_killed_writer_are_removed(tmp_path: Path) ->
 TINY_YAML = """\
 name: tiny
 description: tiny synthetic benchmark (3 tasks, MLP with dropout)
-data: {kind: split, datasets: [mnist], classes_per_task: [4], form: mnist28, shuffle_tasks: false}
+data: {kind: split, datasets: [mnist], classes_per_task: [4], remainder: keep, form: mnist28,
+       shuffle_tasks: false}
 network: {kind: mlp, hidden: [32, 32], dropout: 0.2}
 training: {lr: 0.05, patience: 2, max_epochs: 4, batch_size: 32, eval_batch_size: 256}
 """

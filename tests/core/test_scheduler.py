@@ -220,7 +220,8 @@ main()
 TINY_YAML = """\
 name: tiny
 description: tiny synthetic benchmark
-data: {kind: split, datasets: [mnist], classes_per_task: [4], form: mnist28, shuffle_tasks: false}
+data: {kind: split, datasets: [mnist], classes_per_task: [4], remainder: keep, form: mnist28,
+       shuffle_tasks: false}
 network: {kind: mlp, hidden: [32, 32]}
 training: {lr: 0.05, patience: 2, max_epochs: 4, batch_size: 32, eval_batch_size: 256}
 """

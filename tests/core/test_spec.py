@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
-from clbench.approaches import resolve
+from clbench.approaches import REGISTRY, approach_names, resolve
 from clbench.errors import SpecError
-from clbench.spec import benchmark_names, load_benchmark
+from clbench.spec import benchmark_names, benchmarks_dir, check_approach_sections, load_benchmark
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -24,20 +25,62 @@ network: {kind: mlp, hidden: [10]}
 """
 
 
-def test_shipped_specs_validate_with_every_approach_section() -> None:
+def _variants(name: str) -> list[str | None]:
+    """None (the spec's default) and every named variant of a shipped spec, read from its YAML."""
+    raw = yaml.safe_load((benchmarks_dir() / f"{name}.yaml").read_text())
+    return [None, *(raw.get("variants") or {})]
+
+
+@pytest.mark.parametrize("name", benchmark_names())
+def test_shipped_specs_validate_with_every_approach_section(name: str) -> None:
     assert set(benchmark_names()) >= {"mnist2", "pmnist", "mixture8", "cifar-incremental"}
-    for name in benchmark_names():
-        spec = load_benchmark(name)
+    for variant in _variants(name):
+        spec = load_benchmark(name, [] if variant is None else [f"variant={variant}"])
+        assert spec.approaches, f"{name} ({variant}) has no approach section"
+        check_approach_sections(spec, approach_names())
         for method in spec.approaches:
-            resolved = resolve(spec, method) if method in _registered() else None
-            if resolved is not None:
-                assert resolved.training.lr == 0.05
+            resolved = resolve(spec, method)
+            assert isinstance(resolved.hyperparameters, REGISTRY[method].hyperparameters_class)
+            assert resolved.training.lr == 0.05
 
 
-def _registered() -> set[str]:
-    from clbench.approaches import REGISTRY
+def test_misspelled_section_in_a_spec_file_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + "approaches:\n  sgd: {}\n  haat: {smax: 3}\n")
+    spec = load_benchmark(str(path))
+    with pytest.raises(SpecError) as error:
+        check_approach_sections(spec, ["hat", "sgd"])
+    message = str(error.value)
+    assert str(path) in message and "approaches.haat" in message and "known approaches: hat, sgd" in message
+    with pytest.raises(SpecError, match="unknown approach 'haat'"):
+        resolve(spec, "sgd")  # resolving any method checks every section against the registry
 
-    return set(REGISTRY)
+
+def test_known_names_come_from_the_caller() -> None:
+    spec = load_benchmark("mnist2", ["my-plugin.alpha=1"])
+    check_approach_sections(spec, [*approach_names(), "my-plugin"])  # a registered plugin's section is fine
+    with pytest.raises(SpecError, match="'my-plugin.alpha=1'.*unknown approach 'my-plugin'"):
+        check_approach_sections(spec, approach_names())
+
+
+@pytest.mark.parametrize("override", ["haat.smax=3", "approaches.haat.smax=3"])
+def test_misspelled_approach_in_set_names_the_override(override: str) -> None:
+    spec = load_benchmark("mnist2", [override])
+    with pytest.raises(SpecError) as error:
+        resolve(spec, "hat")
+    message = str(error.value)
+    assert repr(override) in message and "unknown approach 'haat'" in message
+    assert ", ".join(approach_names()) in message
+
+
+def test_section_of_an_approach_not_run_is_validated_too() -> None:
+    spec = load_benchmark("mnist2", ["hat.smaxx=3"])
+    with pytest.raises(SpecError, match="approaches.hat.smaxx"):
+        resolve(spec, "sgd")
+
+
+def test_bare_set_key_is_an_error_naming_it() -> None:
+    with pytest.raises(SpecError, match="--set smax: unknown key.*hat.smax"):
+        load_benchmark("mnist2", ["smax=3"])
 
 
 def test_paper_protocol_is_the_default() -> None:
@@ -122,3 +165,23 @@ def test_variants_select_network_and_hyperparameters() -> None:
         load_benchmark("pmnist", ["variant=huge"])
     # --set wins over the variant
     assert load_benchmark("pmnist", ["variant=large", "network.dropout=0.1"]).network.dropout == 0.1
+
+
+def test_split_remainder_is_an_error_at_load_time() -> None:
+    with pytest.raises(SpecError) as error:
+        load_benchmark("mnist2", ["data.classes_per_task=[3]"])
+    message = str(error.value)
+    assert message.startswith(str(benchmarks_dir() / "mnist2.yaml"))
+    assert "`data.classes_per_task` is 3 for mnist, which has 10 classes" in message and "(1, 2, 5, 10)" in message
+    assert "`data.remainder`" in message
+    assert load_benchmark("mnist2", ["data.classes_per_task=[2]"]).data.classes_per_task == (2,)
+    assert load_benchmark("mnist2", ["data.classes_per_task=[3]", "data.remainder=merge"]).data.remainder == "merge"
+    with pytest.raises(SpecError, match="`data.remainder` is 'ignore'; expected one of error, keep, drop, merge"):
+        load_benchmark("mnist2", ["data.remainder=ignore"])
+
+
+def test_wrong_data_form_lists_the_forms() -> None:
+    with pytest.raises(SpecError, match=r"`data.form` is 'mnist32'; expected one of image32, mnist28"):
+        load_benchmark("mnist2", ["data.form=mnist32"])
+    with pytest.raises(SpecError, match=r"`data.form` mnist28 is only for mnist, fashion-mnist and a spec.s own"):
+        load_benchmark("cifar-incremental", ["data.form=mnist28"])

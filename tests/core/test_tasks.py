@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from synthetic import synthetic_loader, tiny_spec
 
-from clbench.data.tasks import build_tasks, stratified_subsample, task_order, validation_split
-from clbench.spec import DataSpec
+from clbench.data.tasks import build_tasks, head_sizes_for, stratified_subsample, task_order, validation_split
+from clbench.errors import SpecError
+from clbench.spec import DataSpec, class_blocks
 
 
 def test_split_relabels_class_blocks() -> None:
@@ -89,3 +91,42 @@ def test_mixture8_orders_its_eight_data_sets_by_seed() -> None:
     spec = load_benchmark("mixture8").data
     orders = {tuple(spec.datasets[i] for i in task_order(8, True, seed)) for seed in range(5)}
     assert all(sorted(order) == sorted(spec.datasets) for order in orders) and len(orders) == 5
+
+
+def test_class_blocks_partition_the_classes() -> None:
+    assert class_blocks("mnist", 10, 5) == [range(0, 5), range(5, 10)]
+    assert class_blocks("cifar100", 100, 20) == [range(0, 20), range(20, 40), range(40, 60), range(60, 80),
+                                                 range(80, 100)]
+    assert class_blocks("mnist", 10, 10) == [range(0, 10)]
+
+
+@pytest.mark.parametrize("block, left", [(3, 1), (4, 2), (20, 10)])
+def test_split_leaving_a_remainder_is_an_error(block: int, left: int) -> None:
+    spec = DataSpec(kind="split", datasets=("mnist",), form="mnist28", classes_per_task=(block,),
+                    shuffle_tasks=False)
+    expected = rf"is {block} for mnist, which has 10 classes: blocks of {block} leave {left} class.*1, 2, 5, 10"
+    with pytest.raises(SpecError, match=expected):
+        build_tasks(spec, 0, synthetic_loader())
+    with pytest.raises(SpecError, match=expected):
+        head_sizes_for(spec, lambda name: 10)
+
+
+@pytest.mark.parametrize("remainder, expected", [
+    ("keep", [range(0, 4), range(4, 8), range(8, 10)]),
+    ("drop", [range(0, 4), range(4, 8)]),
+    ("merge", [range(0, 4), range(4, 10)]),
+])
+def test_remainder_options_say_what_happens_to_the_rest(remainder: str, expected: list[range]) -> None:
+    assert class_blocks("mnist", 10, 4, remainder) == expected
+    spec = DataSpec(kind="split", datasets=("mnist",), form="mnist28", classes_per_task=(4,), shuffle_tasks=False,
+                    remainder=remainder)
+    tasks = build_tasks(spec, 0, synthetic_loader())
+    assert tasks.names == tuple(f"mnist:{r.start}-{r.stop - 1}" for r in expected)
+    assert tasks.head_sizes == head_sizes_for(spec, lambda name: 10) == tuple(len(r) for r in expected)
+    assert tasks.tasks[-1].test.labels.max() == len(expected[-1]) - 1  # relabelled from 0 within the task
+
+
+def test_drop_with_no_full_block_is_an_error() -> None:
+    assert class_blocks("mnist", 10, 20, "merge") == [range(0, 10)]
+    with pytest.raises(SpecError, match="blocks of 20 leave 10 class"):
+        class_blocks("mnist", 10, 20, "drop")

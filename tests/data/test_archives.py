@@ -217,3 +217,10 @@ def test_mat_reader_agrees_with_scipy(tmp_path: Path) -> None:
     found = read_mat(tmp_path / "s.mat", ("X", "y"))
 
     assert np.array_equal(found["X"], x) and np.array_equal(found["y"], y)
+
+
+def test_the_dev_extra_installs_scipy_so_the_mat_cross_check_runs() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    dev = pyproject["project"]["optional-dependencies"]["dev"]
+    assert any(requirement.split(">")[0].split("=")[0].strip() == "scipy" for requirement in dev), dev

@@ -15,7 +15,6 @@ from clbench.data.download import RetryPolicy
 from clbench.data.sources import DATASET_NAMES, dataset_status, fetch_dataset, load_dataset
 from clbench.errors import ChecksumError, ClbenchError, DataNotFoundError, UnsafeArchiveError
 
-REAL_MIRROR = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 PAPER_CLASSES = {"mnist": 10, "fashion-mnist": 10, "cifar10": 10, "cifar100": 100, "svhn": 10,
                  "traffic-signs": 43, "facescrub": 100, "notmnist": 10}
 
@@ -57,9 +56,8 @@ def test_sources_without_a_published_md5_say_so_in_their_docstring() -> None:
             assert "No md5" in source.notes or "No checksum" in source.notes, name
 
 
-@pytest.mark.skipif(not (REAL_MIRROR / "MD5SUMS").is_file(), reason="shared mirror not present")
-def test_mnist_and_fashion_md5s_are_those_of_the_mirror() -> None:
-    listed = dict(reversed(line.split()) for line in (REAL_MIRROR / "MD5SUMS").read_text().splitlines() if line)
+def test_mnist_and_fashion_md5s_are_those_of_the_mirror(shared_mirror: Path) -> None:
+    listed = dict(reversed(line.split()) for line in (shared_mirror / "MD5SUMS").read_text().splitlines() if line)
     pinned = {f"{name}/{upstream.name}": upstream.checksum.digest
               for name in ("mnist", "fashion-mnist") for upstream in sources.get_source(name).files}
 
@@ -300,12 +298,12 @@ def test_dataset_status_before_and_after(tmp_path: Path, synthetic_mirror) -> No
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (REAL_MIRROR / "MD5SUMS").is_file(), reason="shared mirror not present")
 @pytest.mark.parametrize(("name", "mean32", "std32"), [("mnist", 0.1, 0.2752), ("fashion-mnist", 0.2190, 0.3318)])
-def test_real_mnist_and_fashion_from_the_mirror(tmp_path: Path, name: str, mean32: float, std32: float) -> None:
-    listed = dict(reversed(line.split()) for line in (REAL_MIRROR / "MD5SUMS").read_text().splitlines() if line)
+def test_real_mnist_and_fashion_from_the_mirror(tmp_path: Path, shared_mirror: Path, name: str, mean32: float,
+                                                std32: float) -> None:
+    listed = dict(reversed(line.split()) for line in (shared_mirror / "MD5SUMS").read_text().splitlines() if line)
 
-    fetch_dataset(name, tmp_path, str(REAL_MIRROR.resolve()))
+    fetch_dataset(name, tmp_path, str(shared_mirror.resolve()))
     image32 = load_dataset(name, tmp_path)
     mnist28 = load_dataset(name, tmp_path, form="mnist28")
 

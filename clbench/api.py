@@ -1,0 +1,162 @@
+"""The public API for writing an approach outside clbench: `import clbench.api` is the one import a plugin needs.
+
+A plugin is a subclass of `Approach` with a unique class attribute `name` (its method name and results folder),
+a one-line `summary`, and optionally a frozen dataclass of hyper-parameters (a subclass of `Hyperparameters`,
+each field declared with `field(default, doc=..., minimum=...)`) set as `hyperparameters_class`. Its values
+come from the spec (`approaches.<name>.<key>`) or `--set <name>.<key>=...` and are validated against it.
+
+The base class owns the loop (epochs, lr schedule, early stopping, best-weights restore, evaluation);
+override only the hooks you need, all optional:
+
+- `build_network() -> nn.Module`: the network (default: the spec's body, `self.context.network`, with one
+  head per task; a `MultiHeadNet` with `features(x)`, `heads` and `body_parameters()`).
+- `begin_task(stage, tasks)`: before training task `stage` (0-based).
+- `training_data(stage, tasks) -> (train, valid)`: the `LabelledData` of a stage (default: the task's own).
+- `trainable_parameters(stage)`: what the optimiser updates (default: everything that requires a gradient).
+- `loss(batch: Batch, step: StepInfo) -> Tensor`: the mean training loss (default: cross-entropy on the
+  task's head plus `penalty(step.stage)`).
+- `penalty(stage) -> Tensor | float`: a regulariser added to the training and validation loss (default 0).
+- `before_step(step)`: after backward, before clipping and the optimiser step (gradient conditioning).
+- `after_step(step)`: after the optimiser step (e.g. clamping).
+- `end_task(stage, tasks)`: after task `stage` is trained and its best weights restored.
+- `predict(inputs, task) -> logits`: evaluation (the network is in eval mode).
+- `monitoring(stage, tasks) -> MonitoringTables`: named tables (lists of row dicts) stored as
+  `<table>.parquet` in the run folder, with the run's identity columns and `stage` (1-based) added.
+- Checkpoints: `extra_state() -> dict` returns what the approach keeps besides the network (tensors, numbers,
+  lists; anchors, Fisher, masks, random generators' states) and `load_extra_state(state)` restores it (move
+  tensors with `tensors_to(state[...], self.device)`). A run is resumed from these after every task, so
+  anything `end_task` computes must be in `extra_state`.
+
+Useful attributes: `self.network`, `self.hparams` (your dataclass), `self.context` (`ApproachContext`: network
+and training specs, input shape, head sizes, device, seed; `self.context.generator(purpose)` is a seeded CPU
+generator), `self.device`, `self.multihead` (the network as a `MultiHeadNet`).
+
+Registration: a class named on the command line (`--method path/to/file.py:Class` or
+`--method package.module:Class`) or by an entry point in the group `clbench.approaches` is registered by
+clbench; `register` is only needed for a class imported some other way. Names must be unique.
+
+Example (a file `my_method.py`, run with `clbench train mnist2 -m my_method.py:MyMethod`)::
+
+    from dataclasses import dataclass
+    import clbench.api as cl
+
+    @dataclass(frozen=True)
+    class MyHyperparameters(cl.Hyperparameters):
+        lamb: float = cl.field(0.01, doc="penalty strength", minimum=0.0)
+
+    class MyMethod(cl.Approach):
+        name = "my-method"
+        summary = "fine-tuning with a small L2 penalty on the weights"
+        hyperparameters_class = MyHyperparameters
+
+        def penalty(self, stage):
+            return self.hparams.lamb * sum((p ** 2).sum() for p in self.multihead.body_parameters())
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from clbench.approaches.base import (
+    Approach,
+    ApproachContext,
+    EpochLog,
+    Evaluation,
+    Hyperparameters,
+    StepInfo,
+    TaskLog,
+    register,
+)
+from clbench.approaches.plugins import ENTRY_POINT_GROUP
+from clbench.config import field
+from clbench.data.tasks import Batch, InputTransform, LabelledData, Task, TaskSequence
+from clbench.errors import ClbenchError, SpecError
+from clbench.nets import MultiHeadNet
+from clbench.spec import NetworkSpec, TrainingSpec
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Approach",
+    "ApproachContext",
+    "Batch",
+    "ClbenchError",
+    "EpochLog",
+    "Evaluation",
+    "Hyperparameters",
+    "LabelledData",
+    "MonitoringTables",
+    "MultiHeadNet",
+    "NetworkSpec",
+    "ParameterDict",
+    "SpecError",
+    "StepInfo",
+    "Task",
+    "TaskLog",
+    "TaskSequence",
+    "TrainingSpec",
+    "detached_parameters",
+    "field",
+    "named_body_parameters",
+    "register",
+    "tensors_to",
+    "toy_context",
+    "toy_tasks",
+    # -- monitoring reporter hook: RESERVED for the integrator. The approach-owned reporter (clbench/report/
+    #    and its hook on `Approach`) is being written on another branch; export its public names here.
+]
+
+MonitoringTables = dict[str, list[dict[str, Any]]]
+"""What `Approach.monitoring` returns: table name -> rows (each a dict of column -> plain value)."""
+
+ParameterDict = dict[str, torch.Tensor]
+"""Parameter name -> tensor, e.g. an anchor of weights kept in `extra_state`."""
+
+
+def named_body_parameters(network: MultiHeadNet) -> list[tuple[str, torch.nn.Parameter]]:
+    """(name, parameter) of a multi-head network's shared body: every parameter except the task heads'."""
+    body = {id(parameter) for parameter in network.body_parameters()}
+    return [(name, parameter) for name, parameter in network.named_parameters() if id(parameter) in body]
+
+
+def detached_parameters(module: torch.nn.Module | list[tuple[str, torch.nn.Parameter]]) -> ParameterDict:
+    """A detached copy of named parameters (a module's, or `(name, parameter)` pairs): an anchor to keep."""
+    pairs = module.named_parameters() if isinstance(module, torch.nn.Module) else module
+    return {name: parameter.detach().clone() for name, parameter in pairs}
+
+
+def tensors_to(tensors: ParameterDict, device: torch.device) -> ParameterDict:
+    """Move a dict of tensors (from a checkpoint's `extra_state`) to the approach's device."""
+    return {name: tensor.to(device) for name, tensor in tensors.items()}
+
+
+def toy_tasks(n_tasks: int = 2, n_classes: int = 2, n_samples: int = 64, side: int = 4,
+              seed: int = 0) -> TaskSequence:
+    """A tiny learnable task sequence for a plugin's own tests: (1, side, side) uint8 images, flattened.
+
+    Class c of task t brightens pixel (t * n_classes + c) mod side^2; each split has `n_samples` samples.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    transform = InputTransform(torch.full((n_tasks, 1), 0.2), torch.full((n_tasks, 1), 0.3), None, True)
+
+    def split(task: int) -> LabelledData:
+        labels = torch.randint(0, n_classes, (n_samples,), generator=generator)  # (N,)
+        images = torch.randint(0, 60, (n_samples, side * side), generator=generator)  # (N, D)
+        images[torch.arange(n_samples), (task * n_classes + labels) % (side * side)] += 180
+        images = images.to(torch.uint8).reshape(n_samples, 1, side, side)  # (N, 1, H, W)
+        return LabelledData(images, labels, torch.full((n_samples,), task), transform, task)
+
+    tasks = tuple(Task(t, f"toy-{t + 1}", n_classes, split(t), split(t), split(t)) for t in range(n_tasks))
+    return TaskSequence(tasks, (side * side,))
+
+
+def toy_context(tasks: TaskSequence, *, hidden: tuple[int, ...] = (16,), max_epochs: int = 3,
+                seed: int = 0) -> ApproachContext:
+    """An `ApproachContext` for `toy_tasks`: a small MLP on the CPU, the paper's protocol with few epochs."""
+    return ApproachContext(NetworkSpec(kind="mlp", hidden=hidden),
+                           TrainingSpec(max_epochs=max_epochs, batch_size=16, patience=2),
+                           tasks.input_shape, tasks.head_sizes, torch.device("cpu"), seed)
+
+
+# -- monitoring reporter hook: RESERVED (see `__all__`); the integrator adds the reporter API here.

@@ -1,0 +1,188 @@
+"""Approaches from outside clbench: a file or module named on the command line, or an installed entry point.
+
+Two ways in, both registered like a built-in (same hyper-parameter validation, `--set <name>.<key>=...`,
+`clbench list`, results folder `<benchmark>/<name>/...`):
+- a method spec `path/to/file.py:ClassName` or `package.module:ClassName` (`load_method`);
+- an entry point in the group `clbench.approaches` of an installed distribution, e.g. in its pyproject.toml
+  `[project.entry-points."clbench.approaches"] l2transfer = "my_package.module:L2Transfer"`
+  (`load_entry_points`, called by `approach_names` and `lookup`).
+
+Each plugin's origin (kind, module, file + sha256, or distribution + version) is kept in `ORIGINS` and stored
+with its runs. `reload_spec` is what a worker process needs to import the plugin again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from clbench.approaches.base import ORIGINS, REGISTRY, Approach, describe_origin, register
+from clbench.errors import SpecError
+
+ENTRY_POINT_GROUP = "clbench.approaches"
+FILE_MODULE_PREFIX = "clbench_plugin_file"
+
+
+def is_method_spec(text: str) -> bool:
+    """True for `file.py:Class` or `package.module:Class` (a plain name like `hat` is a registered approach)."""
+    return ":" in text
+
+
+def load_method(text: str) -> str:
+    """Import the approach class a method spec names, register it, and return its registered name."""
+    target, _, class_name = text.rpartition(":")
+    if not target or not class_name.isidentifier():
+        raise SpecError(f"--method {text!r}: use path/to/file.py:ClassName or package.module:ClassName")
+    if target.endswith(".py") or "/" in target or "\\" in target:
+        path = Path(target).expanduser().resolve()
+        module = _import_file(path, text)
+        origin = {"kind": "file", "path": str(path), "sha256": file_sha256(path)}
+    else:
+        module = _import_module(target, text)
+        origin = {"kind": "module", "module": target, "path": getattr(module, "__file__", None)}
+    cls = _approach_class(module, class_name, text)
+    origin.update(cls=f"{cls.__module__}.{cls.__qualname__}", spec=text, reload=text,
+                  description=_describe(origin, text))
+    return _register_plugin(cls, origin)
+
+
+def load_methods(texts: list[str]) -> list[str]:
+    """Registered names of `--method` entries: plain names as given, method specs loaded (in order)."""
+    load_entry_points()
+    return [load_method(text) if is_method_spec(text) else text for text in texts]
+
+
+def load_entry_points() -> list[str]:
+    """Register every approach of the `clbench.approaches` entry-point group; returns their names."""
+    names = []
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        distribution = entry_point.dist
+        dist_name = distribution.metadata["Name"] if distribution is not None else None
+        version = distribution.version if distribution is not None else None
+        where = f"entry point {entry_point.name!r} = {entry_point.value!r} of {dist_name or 'an unknown package'}"
+        try:
+            cls = entry_point.load()
+        except Exception as error:
+            raise SpecError(f"{where} ({ENTRY_POINT_GROUP}) cannot be loaded ({type(error).__name__}: {error}); "
+                            f"fix or uninstall that package") from error
+        _check_approach_class(cls, where)
+        origin = {"kind": "entry-point", "entry_point": entry_point.name, "value": entry_point.value,
+                  "distribution": dist_name, "version": version, "module": cls.__module__,
+                  "cls": f"{cls.__module__}.{cls.__qualname__}", "reload": f"entry-point:{entry_point.name}",
+                  "description": f"{where} {version or ''}".strip()}
+        names.append(_register_plugin(cls, origin))
+    return names
+
+
+def reload_spec(name: str) -> str | None:
+    """What a worker process passes to `ensure_loaded` to register approach `name` again (None: built-in)."""
+    origin = ORIGINS.get(name)
+    return origin["reload"] if origin else None
+
+
+def ensure_loaded(reload: str | None) -> None:
+    """Re-register a plugin in this process (a spawned worker) from its `reload_spec`."""
+    if reload is None:
+        return
+    if reload.startswith("entry-point:"):
+        load_entry_points()
+    else:
+        load_method(reload)
+
+
+def origin_of(name: str) -> dict[str, Any]:
+    """The provenance of approach `name`: its plugin origin, or `{"kind": "built-in", "module": ...}`."""
+    if name in ORIGINS:
+        return {key: value for key, value in ORIGINS[name].items() if key not in ("reload", "description")}
+    cls = REGISTRY[name]
+    return {"kind": "built-in", "module": cls.__module__}
+
+
+def origin_label(name: str) -> str:
+    """A short origin for tables: `built-in`, the file path, the module, or `dist version`."""
+    origin = origin_of(name)
+    if origin["kind"] == "file":
+        return f"file {origin['path']}"
+    if origin["kind"] == "module":
+        return f"module {origin['module']}"
+    if origin["kind"] == "entry-point":
+        return f"package {origin['distribution']} {origin['version']}"
+    return "built-in"
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _describe(origin: dict[str, Any], text: str) -> str:
+    if origin["kind"] == "file":
+        return f"plugin file {origin['path']} (--method {text})"
+    return f"plugin module {origin['module']} (--method {text})"
+
+
+def _import_file(path: Path, text: str) -> Any:
+    """Import a Python file once per content (a stable module name from its path and sha256)."""
+    if not path.is_file():
+        raise SpecError(f"--method {text!r}: plugin file {path} does not exist; give the path of a .py file "
+                        f"(relative to the current folder) followed by :ClassName")
+    digest = hashlib.sha256(f"{path}:{file_sha256(path)}".encode()).hexdigest()[:16]
+    module_name = f"{FILE_MODULE_PREFIX}_{path.stem.replace('-', '_')}_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise SpecError(f"--method {text!r}: {path} cannot be imported as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SpecError:
+        del sys.modules[module_name]
+        raise
+    except Exception as error:
+        del sys.modules[module_name]
+        raise SpecError(f"--method {text!r}: importing {path} failed ({type(error).__name__}: {error})") from error
+    return module
+
+
+def _import_module(name: str, text: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        raise SpecError(f"--method {text!r}: module {name!r} is not importable ({error}); install its package "
+                        f"or give a file path like path/to/file.py:ClassName") from error
+
+
+def _approach_class(module: Any, class_name: str, text: str) -> type[Approach]:
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        public = sorted(name for name, value in vars(module).items()
+                        if isinstance(value, type) and issubclass(value, Approach) and value is not Approach)
+        raise SpecError(f"--method {text!r}: {module.__name__} has no class {class_name!r} "
+                        f"(Approach subclasses there: {', '.join(public) or 'none'})")
+    _check_approach_class(cls, f"--method {text!r}")
+    return cls
+
+
+def _check_approach_class(cls: Any, where: str) -> None:
+    if not (isinstance(cls, type) and issubclass(cls, Approach)) or cls is Approach:
+        raise SpecError(f"{where}: {cls!r} is not a subclass of clbench.api.Approach; derive your class from it")
+    if not cls.name:
+        raise SpecError(f"{where}: {cls.__qualname__} has no `name`; set the class attribute, e.g. "
+                        f"name = \"my-method\"")
+
+
+def _register_plugin(cls: type[Approach], origin: dict[str, Any]) -> str:
+    """Register `cls` (if its import did not already) with its origin; a name clash names both origins."""
+    existing = REGISTRY.get(cls.name)
+    if existing is not None and existing is not cls:
+        raise SpecError(f"approach name {cls.name!r} is taken twice: by {describe_origin(existing)} and by "
+                        f"{origin['description']}; rename one (its class attribute `name`)")
+    register(cls)
+    ORIGINS[cls.name] = origin
+    return cls.name

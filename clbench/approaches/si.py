@@ -1,0 +1,111 @@
+"""SI: synaptic intelligence (Zenke, Poole & Ganguli, ICML 2017).
+
+While task t trains, every step adds its first-order loss decrease to a running path integral per parameter,
+omega += -g * delta (eq. 3), with g the gradient of the task loss alone (the penalty's analytic gradient
+2 c Omega (theta - theta*) is subtracted from the step's gradient before clipping) and delta the step's change.
+After the task (best weights restored), Omega += omega / ((theta_end - theta_start)^2 + xi) (eq. 5) and the
+anchor theta* becomes the current weights. From the second task on the loss is CE + c sum Omega (theta -
+theta*)^2 (eq. 4). Only the shared body is tracked and penalised: each task's head is trained at its own task
+only and never changes afterwards, so it needs no protection. omega counts every step of the task, including
+the epochs after the best one that early stopping discards (Zenke et al. had no early stopping).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, register
+from clbench.approaches.imm import body_named_parameters
+from clbench.config import field
+from clbench.data.tasks import TaskSequence
+from clbench.importance import (
+    ParameterDict,
+    accumulate_importance,
+    quadratic_penalty,
+    quadratic_penalty_gradient,
+    si_importance,
+    si_path_step,
+)
+from clbench.regularizers import detached_copy
+
+
+@dataclass(frozen=True)
+class SIHyperparameters(Hyperparameters):
+    """SI's hyper-parameters (Zenke et al. 2017, permuted MNIST: c = 0.1, xi = 1e-3)."""
+
+    clip_grad_norm: float = field(100.0, doc="gradient-norm clipping (clbench: 100, as the reference's ewc)",
+                                  minimum=0.0)
+    c: float = field(0.1, doc="penalty strength c (Zenke et al. eq. 4; pmnist 0.1, split MNIST 1; grid 0.01, "
+                              "0.1, 0.5, 1)", minimum=0.0)
+    xi: float = field(1e-3, doc="damping xi of the importance denominator (Zenke et al. eq. 5: 1e-3)",
+                      minimum=0.0)
+
+
+@register
+class SI(Approach):
+    """Quadratic penalty towards the previous weights, weighted by each parameter's path-integral importance."""
+
+    name = "si"
+    summary = "synaptic intelligence (Zenke et al. 2017)"
+    hyperparameters_class = SIHyperparameters
+    hparams: SIHyperparameters
+
+    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
+        super().__init__(context, hyperparameters)
+        self.body = body_named_parameters(self.multihead)
+        self.importance: ParameterDict = {}  # Omega of tasks < current (summed)
+        self.anchor: ParameterDict = {}  # theta* = weights after the previous task
+        self.omega: ParameterDict = self.zeros()  # running path integral of the current task
+        self.start: ParameterDict = detached_copy(self.body)  # theta at the current task's start
+        self.step_gradients: ParameterDict = {}  # task-loss gradient of the step in progress
+        self.step_start: ParameterDict = {}  # theta before the step in progress
+
+    def zeros(self) -> ParameterDict:
+        return {name: torch.zeros_like(p) for name, p in self.body.items()}
+
+    def begin_task(self, stage: int, tasks: TaskSequence) -> None:
+        self.omega = self.zeros()
+        self.start = detached_copy(self.body)
+
+    def penalty(self, stage: int) -> torch.Tensor | float:
+        if stage == 0:
+            return 0.0
+        if not self.importance:
+            raise RuntimeError(f"si: stage {stage + 1} needs the importance of earlier tasks (load the state)")
+        return quadratic_penalty(self.body, self.anchor, self.importance, self.hparams.c)
+
+    def before_step(self, step: StepInfo) -> None:
+        """Record the task loss's gradient (the step's gradient minus the penalty's) and theta before the step."""
+        gradients = {name: p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
+                     for name, p in self.body.items()}
+        if step.stage > 0:
+            penalty = quadratic_penalty_gradient(self.body, self.anchor, self.importance, self.hparams.c)
+            gradients = {name: gradients[name] - penalty[name] for name in gradients}
+        self.step_gradients = gradients
+        self.step_start = detached_copy(self.body)
+
+    def after_step(self, step: StepInfo) -> None:
+        with torch.no_grad():
+            deltas = {name: p.detach() - self.step_start[name] for name, p in self.body.items()}
+            self.omega = si_path_step(self.omega, self.step_gradients, deltas)
+
+    def end_task(self, stage: int, tasks: TaskSequence) -> None:
+        end = detached_copy(self.body)
+        task_importance = si_importance(self.omega, self.start, end, self.hparams.xi)
+        self.importance = accumulate_importance(task_importance, self.importance)
+        self.anchor = end
+
+    def extra_state(self) -> dict[str, Any]:
+        return {"importance": self.importance, "anchor": self.anchor, "omega": self.omega, "start": self.start}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        def to_device(values: dict[str, torch.Tensor]) -> ParameterDict:
+            return {name: value.to(self.device) for name, value in values.items()}
+
+        self.importance = to_device(state.get("importance", {}))
+        self.anchor = to_device(state.get("anchor", {}))
+        self.omega = to_device(state.get("omega", {})) or self.zeros()
+        self.start = to_device(state.get("start", {})) or detached_copy(self.body)

@@ -1,0 +1,32 @@
+"""`clbench spec`: print a benchmark's resolved spec as commented YAML, the start of a user's own benchmark."""
+
+from __future__ import annotations
+
+import shlex
+
+import typer
+
+from clbench.cli.common import handle_errors
+from clbench.cli.train import SetOption
+
+
+@handle_errors
+def spec(
+    benchmark: str = typer.Argument(..., help="Benchmark name from benchmarks/ or a path to a YAML spec."),
+    overrides: list[str] = SetOption,
+) -> None:
+    """Print the resolved spec (variant and --set applied) as YAML with a comment per field.
+
+    `clbench spec mnist2 > mine.yaml` starts your own benchmark: edit it, then `clbench train mine.yaml`.
+    """
+    from clbench.approaches import resolve
+    from clbench.spec import command_argument, load_benchmark
+    from clbench.spec_render import render_spec
+
+    loaded = load_benchmark(benchmark, overrides)
+    hyperparameters = {name: resolve(loaded, name).hyperparameters for name in loaded.approaches}
+    command = " ".join(["clbench spec", command_argument(loaded), *(f"--set {shlex.quote(o)}" for o in overrides)])
+    header = [f"{command}: the benchmark {loaded.name!r}, resolved, every value written out.",
+              "Start your own benchmark from it: save it (`... > mine.yaml`), change `name:` (runs are stored under",
+              "it) and any value, then run `clbench train mine.yaml -m hat`.", ""]
+    typer.echo(render_spec(loaded, hyperparameters, header), nl=False)

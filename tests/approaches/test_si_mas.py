@@ -1,0 +1,179 @@
+"""SI and MAS: their importance against hand computations, and their wiring as approaches."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+
+import pytest
+import torch
+from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
+from torch.nn import functional
+
+from clbench.approaches import resolve
+from clbench.approaches.base import StepInfo
+from clbench.importance import (
+    accumulate_importance,
+    mas_importance,
+    quadratic_penalty,
+    quadratic_penalty_gradient,
+    si_importance,
+    si_path_step,
+)
+from clbench.spec import benchmark_names, load_benchmark
+
+QUICK = replace(TINY_TRAINING, max_epochs=2)
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    spec = tiny_spec("mlp", training=QUICK)
+    return spec, tiny_tasks(spec)
+
+
+# ---------------------------------------------------------------------------------------------- pure functions
+def test_si_path_integral_and_importance_match_a_hand_computation() -> None:
+    # L(x, y) = x^2 + 2 y^2, gradient (2x, 4y); two SGD steps of lr 0.1 from (1, 1):
+    # step 1: g = (2, 4),     delta = (-0.2, -0.4),   theta -> (0.8, 0.6),   -g*delta = (0.4, 1.6)
+    # step 2: g = (1.6, 2.4), delta = (-0.16, -0.24), theta -> (0.64, 0.36), -g*delta = (0.256, 0.576)
+    omega = {"w": torch.zeros(2, dtype=torch.float64)}
+    steps = [((2.0, 4.0), (-0.2, -0.4)), ((1.6, 2.4), (-0.16, -0.24))]
+    for gradient, delta in steps:
+        omega = si_path_step(omega, {"w": torch.tensor(gradient, dtype=torch.float64)},
+                             {"w": torch.tensor(delta, dtype=torch.float64)})
+    torch.testing.assert_close(omega["w"], torch.tensor([0.656, 2.176], dtype=torch.float64))
+    start, end = {"w": torch.tensor([1.0, 1.0], dtype=torch.float64)}, {"w": torch.tensor([0.64, 0.36],
+                                                                                          dtype=torch.float64)}
+    importance = si_importance(omega, start, end, xi=1e-3)
+    # (0.64 - 1)^2 + 1e-3 = 0.1306; (0.36 - 1)^2 + 1e-3 = 0.4106
+    torch.testing.assert_close(importance["w"], torch.tensor([0.656 / 0.1306, 2.176 / 0.4106], dtype=torch.float64))
+
+
+def test_importance_accumulates_as_a_sum_over_tasks() -> None:
+    first = accumulate_importance({"w": torch.tensor([1.0, 2.0])}, None)
+    total = accumulate_importance({"w": torch.tensor([0.5, 0.25])}, first)
+    assert torch.equal(total["w"], torch.tensor([1.5, 2.25]))
+    assert torch.equal(first["w"], torch.tensor([1.0, 2.0]))  # inputs untouched
+
+
+def test_quadratic_penalty_and_its_gradient_by_hand() -> None:
+    theta = {"w": torch.tensor([1.5, -1.0], requires_grad=True)}
+    anchor, importance = {"w": torch.tensor([1.0, 0.0])}, {"w": torch.tensor([1.0, 2.0])}
+    penalty = quadratic_penalty(theta, anchor, importance, strength=3.0)
+    assert float(penalty.detach()) == pytest.approx(3 * (1 * 0.25 + 2 * 1.0))  # 6.75
+    assert float(quadratic_penalty(anchor, anchor, importance, 3.0)) == 0.0
+    gradient = quadratic_penalty_gradient(theta, anchor, importance, 3.0)["w"]
+    assert torch.allclose(gradient, torch.tensor([2 * 3 * 1 * 0.5, 2 * 3 * 2 * -1.0]))
+    (autograd,) = torch.autograd.grad(penalty, theta["w"])
+    assert torch.allclose(gradient, autograd)
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 64])
+def test_mas_importance_is_the_mean_absolute_per_sample_gradient_of_the_squared_output_norm(mlp, batch_size) -> None:
+    spec, tasks = mlp
+    approach = make_approach("mas", spec, tasks)
+    network, body, data = approach.network, approach.body, tasks[1].train
+    network.train()
+    importance = mas_importance(network, body, data, 1, batch_size)
+    assert network.training  # mode restored
+    network.eval()
+    expected = {name: torch.zeros_like(p) for name, p in body.items()}
+    for i in range(len(data)):  # the direct computation: one sample at a time
+        output = network(data.batch(slice(i, i + 1)).inputs, 1)  # (1, C)
+        gradients = torch.autograd.grad(output.pow(2).sum(), list(body.values()))
+        for name, gradient in zip(body, gradients):
+            expected[name] += gradient.abs()
+    assert importance.keys() == expected.keys() and not any("heads" in name for name in importance)
+    for name in expected:
+        torch.testing.assert_close(importance[name], expected[name] / len(data), rtol=1e-4, atol=1e-6)
+    assert all(float(value.sum()) > 0 for value in importance.values())
+
+
+# ---------------------------------------------------------------------------------------------- approaches
+def test_defaults_are_the_original_papers_and_every_benchmark_resolves() -> None:
+    spec = tiny_spec("mlp")
+    si, mas = resolve(spec, "si").hyperparameters, resolve(spec, "mas").hyperparameters
+    assert (si.c, si.xi, mas.lamb) == (0.1, 1e-3, 1.0)
+    for name in benchmark_names():
+        benchmark = load_benchmark(name)
+        assert resolve(benchmark, "si").hyperparameters.xi == 1e-3
+        assert resolve(benchmark, "mas").hyperparameters.lamb == 1.0
+    assert resolve(load_benchmark("pmnist"), "si").hyperparameters.c == 0.1
+    assert resolve(load_benchmark("mnist2"), "si").hyperparameters.c == 1.0
+
+
+def test_si_records_the_task_loss_gradient_without_the_penalty(mlp) -> None:
+    spec, tasks = mlp
+    approach = make_approach("si", spec, tasks)
+    approach.learn_task(0, tasks)
+    assert set(approach.importance) == set(approach.body)  # body only: heads are not penalised
+    assert all(float(value.abs().sum()) > 0 for value in approach.importance.values())
+    approach.begin_task(1, tasks)
+    with torch.no_grad():
+        approach.network.layers[0].weight.add_(0.05)  # away from the anchor: the penalty's gradient is not 0
+    batch = tasks[1].train.batch(slice(0, 16))
+    step = StepInfo(1, 0, 0, 1)
+    approach.network.zero_grad()
+    loss = approach.loss(batch, step)
+    loss.backward()
+    approach.before_step(step)
+    cross_entropy = functional.cross_entropy(approach.network(batch.inputs, 1), batch.targets)
+    expected = torch.autograd.grad(cross_entropy, list(approach.body.values()))
+    for name, gradient in zip(approach.body, expected):
+        torch.testing.assert_close(approach.step_gradients[name], gradient, rtol=1e-4, atol=1e-6)
+    assert not torch.allclose(approach.body["layers.0.weight"].grad, expected[0])  # the penalty was in the step
+
+
+def test_si_omega_is_the_sum_over_steps_of_minus_gradient_times_change(mlp) -> None:
+    spec, tasks = mlp
+    approach = make_approach("si", spec, tasks)
+    approach.begin_task(0, tasks)
+    optimizer = torch.optim.SGD(list(approach.network.parameters()), lr=0.05)
+    expected = {name: torch.zeros_like(p) for name, p in approach.body.items()}
+    for index in range(3):
+        step = StepInfo(0, 0, index, 3)
+        batch = tasks[0].train.batch(slice(16 * index, 16 * index + 16))
+        optimizer.zero_grad()
+        approach.loss(batch, step).backward()
+        gradients = {name: p.grad.clone() for name, p in approach.body.items()}
+        before = {name: p.detach().clone() for name, p in approach.body.items()}
+        approach.before_step(step)
+        optimizer.step()
+        approach.after_step(step)
+        for name, p in approach.body.items():
+            expected[name] -= gradients[name] * (p.detach() - before[name])
+    for name in expected:
+        torch.testing.assert_close(approach.omega[name], expected[name])
+    assert float(sum(value.sum() for value in approach.omega.values())) > 0  # the loss went down
+
+
+@pytest.mark.parametrize("method", ["si", "mas"])
+def test_state_round_trips_and_the_penalty_is_in_the_loss(mlp, method: str) -> None:
+    spec, tasks = mlp
+    approach = make_approach(method, spec, tasks)
+    approach.learn_task(0, tasks)
+    approach.learn_task(1, tasks)
+    buffer = io.BytesIO()
+    torch.save(approach.state(), buffer)
+    buffer.seek(0)
+    fresh = make_approach(method, spec, tasks, seed=1)
+    fresh.load_state(torch.load(buffer, weights_only=True))
+    for network in (approach.network, fresh.network):
+        with torch.no_grad():
+            network.layers[1].bias.add_(0.1)
+    batch = tasks[2].train.batch(slice(0, 16))
+    step = StepInfo(2, 0, 0, 1)
+    with torch.no_grad():
+        loss, fresh_loss = approach.loss(batch, step), fresh.loss(batch, step)
+        cross_entropy = functional.cross_entropy(approach.network(batch.inputs, 2), batch.targets)
+    assert torch.equal(loss, fresh_loss) and float(loss) > float(cross_entropy)
+    if method == "si":
+        assert all(torch.equal(fresh.omega[name], approach.omega[name]) for name in approach.omega)
+
+
+@pytest.mark.parametrize("method", ["si", "mas"])
+def test_a_later_stage_without_the_earlier_tasks_state_is_an_error(mlp, method: str) -> None:
+    spec, tasks = mlp
+    approach = make_approach(method, spec, tasks)
+    with pytest.raises(RuntimeError, match="stage 2 needs"):
+        approach.loss(tasks[1].train.batch(slice(0, 4)), StepInfo(1, 0, 0, 1))
