@@ -31,6 +31,12 @@ Useful attributes: `self.network`, `self.hparams` (your dataclass), `self.contex
 and training specs, input shape, head sizes, device, seed; `self.context.generator(purpose)` is a seeded CPU
 generator), `self.device`, `self.multihead` (the network as a `MultiHeadNet`).
 
+Reporting monitoring tables: set the class attribute `monitoring_reporter = "package.module:ClassName"` to a
+subclass of `MonitoringReporter` (override `tables(results) -> list[Table]`, optionally `csv` and `plots`) in a
+module that does not import torch; `clbench report --monitoring` prints its tables for your runs (run.json records
+the string, so `report` never imports your approach). HAT (`clbench.hat_report`) and PackNet
+(`clbench.packnet_report`) are reported this way.
+
 Registration: a class named on the command line (`--method path/to/file.py:Class` or
 `--method package.module:Class`) or by an entry point in the group `clbench.approaches` is registered by
 clbench; `register` is only needed for a class imported some other way. Names must be unique.
@@ -103,8 +109,10 @@ __all__ = [
     "tensors_to",
     "toy_context",
     "toy_tasks",
-    # -- monitoring reporter hook: RESERVED for the integrator. The approach-owned reporter (clbench/report/
-    #    and its hook on `Approach`) is being written on another branch; export its public names here.
+    # monitoring reporter hook (see "Reporting monitoring tables" in the module docstring)
+    "MonitoringReporter",
+    "ReportResults",
+    "Table",
 ]
 
 MonitoringTables = dict[str, list[dict[str, Any]]]
@@ -159,4 +167,8 @@ def toy_context(tasks: TaskSequence, *, hidden: tuple[int, ...] = (16,), max_epo
                            tasks.input_shape, tasks.head_sizes, torch.device("cpu"), seed)
 
 
-# -- monitoring reporter hook: RESERVED (see `__all__`); the integrator adds the reporter API here.
+# -- monitoring reporter hook: an approach's `monitoring_reporter = "package.module:Class"` names a subclass of
+#    `MonitoringReporter` that `clbench report --monitoring` imports without torch; it reads `ReportResults` (the
+#    loaded results of one benchmark: `info`, `files`, `folder(run_id)`) and returns `Table`s.
+from clbench.report import MonitoringReporter, Table  # noqa: E402  (torch-free)
+from clbench.report import Results as ReportResults  # noqa: E402

@@ -68,6 +68,7 @@ class PackNet(Approach):
 
     name = "packnet"
     summary = "iterative pruning, one weight subset per task (Mallya & Lazebnik 2018)"
+    monitoring_reporter = "clbench.packnet_report:PackNetReporter"
     hyperparameters_class = PackNetHyperparameters
     hparams: PackNetHyperparameters
 

@@ -19,7 +19,8 @@ from clbench.report.tables import Table
 from clbench.results import RUN_FILE
 
 # method -> reporter import string of the built-in approaches (torch-free; a test checks it against the classes).
-BUILTIN_REPORTERS = {"hat": "clbench.hat_report:HatReporter"}
+BUILTIN_REPORTERS = {"hat": "clbench.hat_report:HatReporter",
+                     "packnet": "clbench.packnet_report:PackNetReporter"}
 RUN_JSON_KEY = "monitoring_reporter"
 
 
