@@ -10,16 +10,12 @@ and the anchor theta* becomes the current weights. From the second task on the l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-import torch
-
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, register
-from clbench.approaches.imm import body_named_parameters
+from clbench.approaches.base import Hyperparameters, register
+from clbench.approaches.importance_penalty import ImportancePenalty
 from clbench.config import field
 from clbench.data.tasks import TaskSequence
-from clbench.importance import ParameterDict, accumulate_importance, mas_importance, quadratic_penalty
-from clbench.regularizers import detached_copy
+from clbench.importance import mas_importance
 
 
 @dataclass(frozen=True)
@@ -35,7 +31,7 @@ class MASHyperparameters(Hyperparameters):
 
 
 @register
-class MAS(Approach):
+class MAS(ImportancePenalty):
     """Quadratic penalty towards the previous weights, weighted by the output's sensitivity to each parameter."""
 
     name = "mas"
@@ -43,28 +39,9 @@ class MAS(Approach):
     hyperparameters_class = MASHyperparameters
     hparams: MASHyperparameters
 
-    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
-        super().__init__(context, hyperparameters)
-        self.body = body_named_parameters(self.multihead)
-        self.importance: ParameterDict = {}  # Omega of tasks < current (summed)
-        self.anchor: ParameterDict = {}  # theta* = weights after the previous task
-
-    def penalty(self, stage: int) -> torch.Tensor | float:
-        if stage == 0:
-            return 0.0
-        if not self.importance:
-            raise RuntimeError(f"mas: stage {stage + 1} needs the importance of earlier tasks (load the state)")
-        return quadratic_penalty(self.body, self.anchor, self.importance, self.hparams.lamb)
+    def strength(self) -> float:
+        return self.hparams.lamb
 
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
-        task_importance = mas_importance(self.network, self.body, tasks[stage].train, stage,
-                                         self.hparams.importance_batch_size)
-        self.importance = accumulate_importance(task_importance, self.importance)
-        self.anchor = detached_copy(self.body)
-
-    def extra_state(self) -> dict[str, Any]:
-        return {"importance": self.importance, "anchor": self.anchor}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.importance = {name: value.to(self.device) for name, value in state.get("importance", {}).items()}
-        self.anchor = {name: value.to(self.device) for name, value in state.get("anchor", {}).items()}
+        self.consolidate(mas_importance(self.network, self.body, tasks[stage].train, stage,
+                                        self.hparams.importance_batch_size))

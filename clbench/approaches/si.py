@@ -17,18 +17,11 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, register
-from clbench.approaches.imm import body_named_parameters
+from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo, register
+from clbench.approaches.importance_penalty import ImportancePenalty
 from clbench.config import field
 from clbench.data.tasks import TaskSequence
-from clbench.importance import (
-    ParameterDict,
-    accumulate_importance,
-    quadratic_penalty,
-    quadratic_penalty_gradient,
-    si_importance,
-    si_path_step,
-)
+from clbench.importance import ParameterDict, quadratic_penalty_gradient, si_importance, si_path_step
 from clbench.regularizers import detached_copy
 
 
@@ -45,7 +38,7 @@ class SIHyperparameters(Hyperparameters):
 
 
 @register
-class SI(Approach):
+class SI(ImportancePenalty):
     """Quadratic penalty towards the previous weights, weighted by each parameter's path-integral importance."""
 
     name = "si"
@@ -55,13 +48,13 @@ class SI(Approach):
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)
-        self.body = body_named_parameters(self.multihead)
-        self.importance: ParameterDict = {}  # Omega of tasks < current (summed)
-        self.anchor: ParameterDict = {}  # theta* = weights after the previous task
         self.omega: ParameterDict = self.zeros()  # running path integral of the current task
         self.start: ParameterDict = detached_copy(self.body)  # theta at the current task's start
         self.step_gradients: ParameterDict = {}  # task-loss gradient of the step in progress
         self.step_start: ParameterDict = {}  # theta before the step in progress
+
+    def strength(self) -> float:
+        return self.hparams.c
 
     def zeros(self) -> ParameterDict:
         return {name: torch.zeros_like(p) for name, p in self.body.items()}
@@ -69,13 +62,6 @@ class SI(Approach):
     def begin_task(self, stage: int, tasks: TaskSequence) -> None:
         self.omega = self.zeros()
         self.start = detached_copy(self.body)
-
-    def penalty(self, stage: int) -> torch.Tensor | float:
-        if stage == 0:
-            return 0.0
-        if not self.importance:
-            raise RuntimeError(f"si: stage {stage + 1} needs the importance of earlier tasks (load the state)")
-        return quadratic_penalty(self.body, self.anchor, self.importance, self.hparams.c)
 
     def before_step(self, step: StepInfo) -> None:
         """Record the task loss's gradient (the step's gradient minus the penalty's) and theta before the step."""
@@ -93,19 +79,12 @@ class SI(Approach):
             self.omega = si_path_step(self.omega, self.step_gradients, deltas)
 
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
-        end = detached_copy(self.body)
-        task_importance = si_importance(self.omega, self.start, end, self.hparams.xi)
-        self.importance = accumulate_importance(task_importance, self.importance)
-        self.anchor = end
+        self.consolidate(si_importance(self.omega, self.start, detached_copy(self.body), self.hparams.xi))
 
     def extra_state(self) -> dict[str, Any]:
-        return {"importance": self.importance, "anchor": self.anchor, "omega": self.omega, "start": self.start}
+        return {**super().extra_state(), "omega": self.omega, "start": self.start}
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
-        def to_device(values: dict[str, torch.Tensor]) -> ParameterDict:
-            return {name: value.to(self.device) for name, value in values.items()}
-
-        self.importance = to_device(state.get("importance", {}))
-        self.anchor = to_device(state.get("anchor", {}))
-        self.omega = to_device(state.get("omega", {})) or self.zeros()
-        self.start = to_device(state.get("start", {})) or detached_copy(self.body)
+        super().load_extra_state(state)
+        self.omega = self.on_device(state.get("omega", {})) or self.zeros()
+        self.start = self.on_device(state.get("start", {})) or detached_copy(self.body)

@@ -1,0 +1,55 @@
+"""The base of the importance-weighted quadratic penalties (SI, MAS): what they share, once.
+
+Both keep a per-parameter importance Omega of the shared body, summed over the tasks learned so far, and the
+anchor theta* (the body's weights after the previous task), and from the second task on add
+strength * sum_k Omega_k (theta_k - theta*_k)^2 to the loss (`clbench.importance.quadratic_penalty`). Heads are
+not penalised: each is trained at its own task only. A subclass computes a task's importance and calls
+`consolidate` at the end of the task, and says which hyper-parameter is the strength.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters
+from clbench.approaches.imm import body_named_parameters
+from clbench.importance import ParameterDict, accumulate_importance, quadratic_penalty
+from clbench.regularizers import detached_copy
+
+
+class ImportancePenalty(Approach):
+    """Quadratic penalty towards the previous task's weights, weighted by a per-parameter importance."""
+
+    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
+        super().__init__(context, hyperparameters)
+        self.body = body_named_parameters(self.multihead)
+        self.importance: ParameterDict = {}  # Omega of the tasks before the current one (summed)
+        self.anchor: ParameterDict = {}  # theta* = the body's weights after the previous task
+
+    def strength(self) -> float:
+        """The penalty's strength (SI's c, MAS's lambda)."""
+        raise NotImplementedError
+
+    def penalty(self, stage: int) -> torch.Tensor | float:
+        if stage == 0:
+            return 0.0
+        if not self.importance:
+            raise RuntimeError(f"{self.name}: stage {stage + 1} needs the importance of earlier tasks (load the state)")
+        return quadratic_penalty(self.body, self.anchor, self.importance, self.strength())
+
+    def consolidate(self, task_importance: ParameterDict) -> None:
+        """After a task: add its importance to Omega and anchor the penalty at the current weights."""
+        self.importance = accumulate_importance(task_importance, self.importance)
+        self.anchor = detached_copy(self.body)
+
+    def extra_state(self) -> dict[str, Any]:
+        return {"importance": self.importance, "anchor": self.anchor}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self.importance = self.on_device(state.get("importance", {}))
+        self.anchor = self.on_device(state.get("anchor", {}))
+
+    def on_device(self, values: dict[str, torch.Tensor]) -> ParameterDict:
+        return {name: value.to(self.device) for name, value in values.items()}
