@@ -1,7 +1,8 @@
 """Per-parameter importance of the synapse-consolidation baselines, as small functions on parameter dicts.
 
 SI (Zenke, Poole & Ganguli 2017): `si_path_step` (the running path integral omega), `si_importance`
-(Omega of a finished task), `quadratic_penalty` and its gradient `quadratic_penalty_gradient`.
+(Omega of a finished task), `quadratic_penalty` and its gradient `quadratic_penalty_gradient`, and the penalty's
+step stability under plain SGD, `penalty_stiffness` (shared with MAS).
 MAS (Aljundi et al. 2018): `mas_importance` (mean absolute gradient of the squared L2 norm of the output).
 Both accumulate their importance over tasks with `accumulate_importance` (a sum). The approach files
 (`clbench/approaches/si.py`, `mas.py`) only wire these in.
@@ -58,6 +59,27 @@ def quadratic_penalty_gradient(parameters: Mapping[str, torch.Tensor], anchor: M
     """d quadratic_penalty / d theta = 2 * strength * Omega * (theta - theta*), per name of `importance`."""
     return {name: 2 * strength * importance[name] * (parameters[name].detach() - anchor[name])
             for name in importance}
+
+
+def penalty_stiffness(importance: Mapping[str, torch.Tensor], strength: float, lr: float) -> ParameterDict:
+    """Per parameter, lr * 2 * strength * Omega: the factor an SGD step at `lr` applies to the penalty's pull.
+
+    On the penalty alone, one SGD step maps theta - theta* to (1 - lr * 2 * strength * Omega)(theta - theta*), so
+    where this stiffness exceeds 2 plain SGD overshoots the anchor by more than it started: the weight oscillates
+    with a growing amplitude (held only by gradient clipping and the lr decay) instead of settling.
+    """
+    return {name: 2.0 * lr * strength * value for name, value in importance.items()}
+
+
+def stiffness_rows(importance: Mapping[str, torch.Tensor], strength: float, lr: float,
+                   limit: float = 2.0) -> list[dict[str, float | int | str]]:
+    """Per parameter tensor: its size, max and mean Omega, max stiffness and how many weights exceed `limit`."""
+    rows: list[dict[str, float | int | str]] = []
+    for name, stiffness in penalty_stiffness(importance, strength, lr).items():
+        rows.append({"parameter": name, "weights": stiffness.numel(),
+                     "max_importance": float(importance[name].max()), "mean_importance": float(importance[name].mean()),
+                     "max_stiffness": float(stiffness.max()), "unstable": int((stiffness > limit).sum())})
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------- MAS

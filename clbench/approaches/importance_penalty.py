@@ -5,6 +5,12 @@ anchor theta* (the body's weights after the previous task), and from the second 
 strength * sum_k Omega_k (theta_k - theta*_k)^2 to the loss (`clbench.importance.quadratic_penalty`). Heads are
 not penalised: each is trained at its own task only. A subclass computes a task's importance and calls
 `consolidate` at the end of the task, and says which hyper-parameter is the strength.
+
+Monitoring: `penalty_stiffness` after each task, per parameter tensor of the body: max and mean Omega, the max of
+lr * 2 * strength * Omega (the training lr the next task starts at) and how many weights exceed 2, where plain
+SGD oscillates around the anchor instead of settling (`clbench.importance.penalty_stiffness`). Zenke et al. and
+Aljundi et al. trained with Adam, which rescales steps; the paper's protocol is plain SGD at lr 0.05, so a
+strength tuned for Adam can be unstable here. `clbench report --monitoring` shows the table.
 """
 
 from __future__ import annotations
@@ -15,12 +21,15 @@ import torch
 
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters
 from clbench.approaches.imm import body_named_parameters
-from clbench.importance import ParameterDict, accumulate_importance, quadratic_penalty
+from clbench.data.tasks import TaskSequence
+from clbench.importance import ParameterDict, accumulate_importance, quadratic_penalty, stiffness_rows
 from clbench.regularizers import detached_copy
 
 
 class ImportancePenalty(Approach):
     """Quadratic penalty towards the previous task's weights, weighted by a per-parameter importance."""
+
+    monitoring_reporter = "clbench.penalty_report:PenaltyReporter"
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)
@@ -43,6 +52,12 @@ class ImportancePenalty(Approach):
         """After a task: add its importance to Omega and anchor the penalty at the current weights."""
         self.importance = accumulate_importance(task_importance, self.importance)
         self.anchor = detached_copy(self.body)
+
+    def monitoring(self, stage: int, tasks: TaskSequence) -> dict[str, list[dict[str, Any]]]:
+        """`penalty_stiffness`: the importance and its SGD step stability per body parameter after task `stage`."""
+        if not self.importance:
+            return {}
+        return {"penalty_stiffness": stiffness_rows(self.importance, self.strength(), self.training_protocol.lr)}
 
     def extra_state(self) -> dict[str, Any]:
         return {"importance": self.importance, "anchor": self.anchor}

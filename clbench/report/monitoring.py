@@ -20,7 +20,9 @@ from clbench.results import RUN_FILE
 
 # method -> reporter import string of the built-in approaches (torch-free; a test checks it against the classes).
 BUILTIN_REPORTERS = {"hat": "clbench.hat_report:HatReporter",
-                     "packnet": "clbench.packnet_report:PackNetReporter"}
+                     "mas": "clbench.penalty_report:PenaltyReporter",
+                     "packnet": "clbench.packnet_report:PackNetReporter",
+                     "si": "clbench.penalty_report:PenaltyReporter"}
 RUN_JSON_KEY = "monitoring_reporter"
 
 

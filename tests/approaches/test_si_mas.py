@@ -15,10 +15,12 @@ from clbench.approaches.base import StepInfo
 from clbench.importance import (
     accumulate_importance,
     mas_importance,
+    penalty_stiffness,
     quadratic_penalty,
     quadratic_penalty_gradient,
     si_importance,
     si_path_step,
+    stiffness_rows,
 )
 from clbench.spec import benchmark_names, load_benchmark
 
@@ -177,3 +179,46 @@ def test_a_later_stage_without_the_earlier_tasks_state_is_an_error(mlp, method: 
     approach = make_approach(method, spec, tasks)
     with pytest.raises(RuntimeError, match="stage 2 needs"):
         approach.loss(tasks[1].train.batch(slice(0, 4)), StepInfo(1, 0, 0, 1))
+
+
+# ---------------------------------------------------------------------------------------------- SGD stability
+def test_penalty_stiffness_and_its_rows_by_hand() -> None:
+    importance = {"a": torch.tensor([1.0, 10.0, 30.0]), "b": torch.tensor([[0.5, 0.5]])}
+    # 2 * lr * strength = 2 * 0.1 * 0.5 = 0.1
+    stiffness = penalty_stiffness(importance, strength=0.5, lr=0.1)
+    torch.testing.assert_close(stiffness["a"], torch.tensor([0.1, 1.0, 3.0]))
+    rows = stiffness_rows(importance, strength=0.5, lr=0.1)
+    assert [row["parameter"] for row in rows] == ["a", "b"]
+    assert rows[0]["weights"] == 3 and rows[0]["unstable"] == 1  # only 3.0 exceeds 2
+    assert rows[0]["max_importance"] == 30.0 and rows[0]["mean_importance"] == pytest.approx(41 / 3)
+    assert rows[0]["max_stiffness"] == pytest.approx(3.0)
+    assert rows[1] == {"parameter": "b", "weights": 2, "max_importance": 0.5, "mean_importance": 0.5,
+                       "max_stiffness": pytest.approx(0.05), "unstable": 0}
+
+
+@pytest.mark.parametrize(("omega", "grows"), [(15.0, True), (5.0, False), (9.0, False)])
+def test_plain_sgd_on_the_penalty_diverges_exactly_where_the_stiffness_exceeds_two(omega: float, grows: bool) -> None:
+    # the claim the monitoring table rests on: SGD at lr 0.1 with strength 1 on Omega (theta - theta*)^2 alone
+    # moves theta - theta* by the factor 1 - 0.2 Omega per step: |factor| > 1 iff Omega > 10 (9: -0.8, oscillates
+    # and settles; 15: -2, oscillates and grows)
+    anchor, importance = {"w": torch.zeros(1)}, {"w": torch.tensor([omega])}
+    theta = torch.ones(1)
+    for _ in range(20):
+        theta = theta - 0.1 * quadratic_penalty_gradient({"w": theta}, anchor, importance, 1.0)["w"]
+    assert (float(theta.abs()) > 1.0) is grows
+    assert (float(penalty_stiffness(importance, 1.0, 0.1)["w"]) > 2) is grows
+
+
+@pytest.mark.parametrize("method", ["si", "mas"])
+def test_monitoring_reports_the_stiffness_of_the_accumulated_importance(mlp, method: str) -> None:
+    spec, tasks = mlp
+    approach = make_approach(method, spec, tasks)
+    assert approach.monitoring(0, tasks) == {}  # no importance before the first task ends
+    approach.learn_task(0, tasks)
+    rows = approach.monitoring(0, tasks)["penalty_stiffness"]
+    assert [row["parameter"] for row in rows] == list(approach.body)
+    strength = approach.hparams.c if method == "si" else approach.hparams.lamb
+    for row in rows:
+        importance = approach.importance[row["parameter"]]
+        assert row["weights"] == importance.numel() and row["max_importance"] == float(importance.max())
+        assert row["max_stiffness"] == pytest.approx(2 * QUICK.lr * strength * float(importance.max()), rel=1e-6)

@@ -1,0 +1,70 @@
+"""SI's and MAS's monitoring section of `clbench report --monitoring`: is the penalty stable under plain SGD?
+
+Reads the `penalty_stiffness` tables SI and MAS store after every task (`clbench.importance.stiffness_rows`) and
+shows, per config and body parameter after the last task, mean over seeds: the max importance Omega, the max
+stiffness lr * 2 * strength * Omega and the % of weights whose stiffness exceeds 2. There plain SGD overshoots
+the anchor on every step: those weights oscillate (held only by clipping and the lr decay) and the penalty both
+blocks the new task and stops protecting the old ones. A note names the configs where it happens. Torch-free.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from clbench.report.loading import Results, read_parquet_files
+from clbench.report.monitoring import MonitoringReporter
+from clbench.report.tables import Table, _plain, format_seeds
+
+TABLE = "penalty_stiffness"
+COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("parameter", "string"),
+           ("weights", "int64"), ("max_importance", "float64"), ("max_stiffness", "float64"), ("unstable", "int64"))
+
+
+def significant(value: float) -> str:
+    """Three significant digits: `0.0123`, `2.33`, `3.41e+04`; `–` when not finite."""
+    return "–" if not math.isfinite(value) else f"{value:.3g}"
+
+
+class PenaltyReporter(MonitoringReporter):
+    """Per body parameter after the last task: max Omega, max SGD stiffness, % of weights beyond 2."""
+
+    def stiffness(self, results: Results) -> pd.DataFrame:
+        """The last stage's rows of every run of this method, with `fraction` = unstable / weights and `label`."""
+        run_ids = [run_id for run_id, run in results.info.items() if run["method"] == self.method]
+        paths = [results.folder(run_id) / f"{TABLE}.parquet" for run_id in run_ids
+                 if f"{TABLE}.parquet" in results.files.get(run_id, set())]
+        frame = read_parquet_files(paths, COLUMNS)
+        if frame.empty:
+            return frame.assign(fraction=pd.Series(dtype=float), label=pd.Series(dtype=object))
+        frame = frame[frame["stage"] == frame.groupby("run_id")["stage"].transform("max")]
+        frame = frame.assign(fraction=frame["unstable"] / frame["weights"].where(frame["weights"] > 0))
+        return frame.assign(label=frame["run_id"].map({run_id: run["label"] for run_id, run in results.info.items()}))
+
+    def tables(self, results: Results) -> list[Table]:
+        frame = self.stiffness(results)
+        tables = []
+        for label, group in frame.groupby("label", sort=True):
+            means = group.groupby("parameter", sort=False)[["max_importance", "max_stiffness", "fraction"]].mean()
+            rows = [[name, significant(row.max_importance), significant(row.max_stiffness),
+                     _plain(100 * row.fraction, 2)] for name, row in means.iterrows()]
+            unstable = means[means["fraction"] > 0].index.tolist()
+            notes = ([f"plain SGD is unstable on {', '.join(unstable)}: weights with lr * 2 * strength * Omega > 2 "
+                      "overshoot the anchor on every step; lower the strength (or training.lr) and compare"]
+                     if unstable else [])
+            title = (f"{label}: importance and SGD stiffness of the penalty after task {int(group['stage'].max())}, "
+                     f"mean over seeds {format_seeds(int(seed) for seed in group['seed'].unique())}")
+            tables.append(Table(["parameter", "max Omega", "max lr*2*strength*Omega", "% weights > 2"], rows,
+                                title, notes))
+        return tables
+
+    def csv(self, results: Results) -> str:
+        frame = self.stiffness(results)
+        summary = frame.groupby(["label", "stage", "parameter"], sort=True)[
+            ["max_importance", "max_stiffness", "fraction"]].mean()
+        return summary.reset_index().rename(columns={"label": "approach"}).to_csv(index=False)
+
+    def plots(self, results: Results, folder: Path) -> list[Path]:
+        return []

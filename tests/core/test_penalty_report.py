@@ -1,0 +1,68 @@
+"""SI's and MAS's monitoring tables through `clbench report --monitoring`, on hand-made `penalty_stiffness` tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from test_report import write_run
+from typer.testing import CliRunner
+
+from clbench.cli import app
+from clbench.results import write_parquet
+
+# (stage, parameter) -> (weights, max Omega, max stiffness, weights with stiffness > 2)
+SEED_0 = {(1, "layers.0.weight"): (100, 10.0, 1.0, 0), (1, "layers.1.weight"): (20, 30.0, 3.0, 2),
+          (2, "layers.0.weight"): (100, 12.0, 1.2, 0), (2, "layers.1.weight"): (20, 50.0, 5.0, 4)}
+SEED_1 = {**SEED_0, (2, "layers.1.weight"): (20, 30.0, 3.0, 2)}
+
+
+def write_stiffness(run_dir: Path, rows: dict[tuple[int, str], tuple[int, float, float, int]]) -> None:
+    benchmark, method, config_hash, seed_folder = run_dir.parts[-4:]
+    identity = {"run_id": f"{benchmark}/{method}/{config_hash}/{seed_folder}", "benchmark": benchmark,
+                "method": method, "seed": int(seed_folder.removeprefix("seed-"))}
+    frame = pd.DataFrame([{**identity, "stage": stage, "parameter": name, "weights": weights,
+                           "max_importance": importance, "mean_importance": importance / 2,
+                           "max_stiffness": stiffness, "unstable": unstable}
+                          for (stage, name), (weights, importance, stiffness, unstable) in rows.items()])
+    write_parquet(run_dir / "penalty_stiffness.parquet", frame)
+
+
+def test_monitoring_shows_the_last_tasks_stiffness_and_names_the_unstable_layers(tmp_path: Path) -> None:
+    for seed, rows in ((0, SEED_0), (1, SEED_1)):
+        write_stiffness(write_run(tmp_path, "si", seed, [[0.9], [0.9, 0.9]]), rows)
+    result = CliRunner().invoke(app, ["report", "b", "--results", str(tmp_path), "--monitoring"])
+    assert result.exit_code == 0, result.output
+    # after task 2, layers.1.weight: max Omega (50 + 30) / 2 = 40, stiffness (5 + 3) / 2 = 4, (4 + 2) / 2 / 20 = 15%
+    assert ("### si: importance and SGD stiffness of the penalty after task 2, mean over seeds 0-1\n\n"
+            "| parameter       | max Omega | max lr*2*strength*Omega | % weights > 2 |\n"
+            "|-----------------|-----------|-------------------------|---------------|\n"
+            "| layers.0.weight | 12        | 1.2                     | 0.00          |\n"
+            "| layers.1.weight | 40        | 4                       | 15.00         |\n") in result.output
+    assert "plain SGD is unstable on layers.1.weight:" in result.output
+    assert "layers.0.weight:" not in result.output.split("plain SGD is unstable on")[1].splitlines()[0]
+
+
+def test_a_stable_penalty_gets_no_warning_and_mas_has_the_same_section(tmp_path: Path) -> None:
+    stable = {(1, "layers.0.weight"): (100, 10.0, 1.0, 0), (2, "layers.0.weight"): (100, 19.0, 1.9, 0)}
+    write_stiffness(write_run(tmp_path, "mas", 0, [[0.9], [0.9, 0.9]]), stable)
+    result = CliRunner().invoke(app, ["report", "b", "--results", str(tmp_path), "--monitoring"])
+    assert result.exit_code == 0, result.output
+    assert "### mas: importance and SGD stiffness of the penalty after task 2, mean over seeds 0\n" in result.output
+    assert "| layers.0.weight | 19        | 1.9" in result.output and "unstable" not in result.output
+
+
+def test_a_trained_si_run_is_reported_by_its_reporter(tmp_path: Path) -> None:
+    from test_engine import run
+
+    from clbench.results import read_run_file
+
+    outcome = run(tmp_path, "si")
+    assert read_run_file(outcome.plan.run_dir)["monitoring_reporter"] == "clbench.penalty_report:PenaltyReporter"
+    stored = pd.read_parquet(outcome.plan.run_dir / "penalty_stiffness.parquet")
+    n_tasks = int(outcome.rows[-1]["stage"])
+    assert sorted(stored["stage"].unique()) == list(range(1, n_tasks + 1))
+    result = CliRunner().invoke(app, ["report", outcome.plan.spec.name, "--results", str(tmp_path), "--monitoring"])
+    assert result.exit_code == 0, result.output
+    assert f"### si: importance and SGD stiffness of the penalty after task {n_tasks}" in result.output
+    assert "| layers.0.weight |" in result.output
