@@ -19,6 +19,7 @@ from clbench.report.monitoring import MonitoringReporter
 from clbench.report.tables import Table, _plain, format_seeds
 
 TABLE = "penalty_stiffness"
+STRENGTH = {"si": "c", "mas": "lamb"}  # the hyper-parameter that scales each method's penalty
 COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("parameter", "string"),
            ("weights", "int64"), ("max_importance", "float64"), ("max_stiffness", "float64"), ("unstable", "int64"))
 
@@ -59,6 +60,22 @@ class PenaltyReporter(MonitoringReporter):
             tables.append(Table(["parameter", "max Omega", "max lr*2*strength*Omega", "% weights > 2"], rows,
                                 title, notes))
         return tables
+
+    def table_notes(self, results: Results) -> list[str]:
+        """One warning per config whose penalty was unstable under plain SGD after its last task."""
+        frame = self.stiffness(results)
+        notes = []
+        for label, group in frame.groupby("label", sort=True):
+            unstable = group[group["unstable"] > 0]
+            if unstable.empty:
+                continue
+            seeds = format_seeds(int(seed) for seed in unstable["seed"].unique())
+            notes.append(f"{label}: plain SGD is unstable on its penalty (lr * 2 * strength * Omega > 2, up to "
+                         f"{significant(float(unstable['max_stiffness'].max()))}) for {int(unstable['unstable'].sum())}"
+                         f" weights of {', '.join(dict.fromkeys(unstable['parameter']))} (seeds {seeds}): its numbers"
+                         f" measure a diverging penalty, not the method; see `clbench report {results.command_name} "
+                         f"--monitoring` and try a smaller strength (--grid {self.method}.{STRENGTH[self.method]}=...)")
+        return notes
 
     def csv(self, results: Results) -> str:
         frame = self.stiffness(results)

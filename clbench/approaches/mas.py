@@ -24,7 +24,7 @@ class MASHyperparameters(Hyperparameters):
 
     clip_grad_norm: float = field(100.0, doc="gradient-norm clipping (clbench: 100, as the reference's ewc)",
                                   minimum=0.0)
-    lamb: float = field(1.0, doc="penalty strength lambda (Aljundi et al. eq. 3: 1; grid 0.1, 0.5, 1, 2, 4)",
+    lamb: float = field(1.0, doc="penalty strength lambda (Aljundi et al. eq. 3: 1; grid 0.01, 0.1, 0.5, 1, 2, 4)",
                         minimum=0.0)
     importance_batch_size: int = field(64, doc="samples per vectorised per-sample-gradient pass of the importance "
                                                "(memory only; the result does not depend on it)", minimum=1)

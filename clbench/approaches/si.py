@@ -32,7 +32,7 @@ class SIHyperparameters(Hyperparameters):
     clip_grad_norm: float = field(100.0, doc="gradient-norm clipping (clbench: 100, as the reference's ewc)",
                                   minimum=0.0)
     c: float = field(0.1, doc="penalty strength c (Zenke et al. eq. 4; pmnist 0.1, split MNIST 1; grid 0.01, "
-                              "0.1, 0.5, 1)", minimum=0.0)
+                              "0.03, 0.1, 0.5, 1)", minimum=0.0)
     xi: float = field(1e-3, doc="damping xi of the importance denominator (Zenke et al. eq. 5: 1e-3)",
                       minimum=0.0)
 

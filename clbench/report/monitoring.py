@@ -40,6 +40,11 @@ class MonitoringReporter:
         """The tables to print (each with its title and notes); none by default."""
         return []
 
+    def table_notes(self, results: Results) -> list[str]:
+        """Warnings that belong under the main `report --table` (a reader of the numbers must see them); none
+        by default. Keep them short and name the `--monitoring` table that explains them."""
+        return []
+
     def csv(self, results: Results) -> str:
         """Tidy CSV of the raw numbers behind `tables` ("" when the reporter has none)."""
         return ""
@@ -81,3 +86,18 @@ def monitoring_reporters(results: Results) -> list[MonitoringReporter]:
     methods = sorted({str(run["method"]) for run in results.info.values()})
     return [load_reporter(target, method) for method in methods
             if (target := reporter_string(results, method)) is not None]
+
+
+def monitoring_table_notes(results: Results) -> list[str]:
+    """The `table_notes` of every present approach's reporter, for the main table; a reporter that cannot be
+    imported is named instead (its warnings would be missing), so the main table never fails because of it."""
+    notes: list[str] = []
+    for method in sorted({str(run["method"]) for run in results.info.values()}):
+        target = reporter_string(results, method)
+        if target is None:
+            continue
+        try:
+            notes += load_reporter(target, method).table_notes(results)
+        except ResultsError as error:
+            notes.append(f"{error}; its warnings for the table are missing")
+    return notes

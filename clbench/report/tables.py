@@ -64,6 +64,9 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
         report.rows.append((label, [summarize(stacked[:, i]) for i in range(stacked.shape[1])]))
     report.rows.sort(key=lambda row: (_sort_value(row[1][-1]), row[0]))
     report.notes += seed_coverage_notes(report.seeds)
+    from clbench.report.monitoring import monitoring_table_notes  # monitoring imports this module's Table
+
+    report.notes += monitoring_table_notes(results)
     return report
 
 

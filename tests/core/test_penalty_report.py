@@ -66,3 +66,31 @@ def test_a_trained_si_run_is_reported_by_its_reporter(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert f"### si: importance and SGD stiffness of the penalty after task {n_tasks}" in result.output
     assert "| layers.0.weight |" in result.output
+
+
+def test_the_main_table_warns_under_it_when_a_penalty_was_unstable(tmp_path: Path) -> None:
+    stable = {(1, "layers.0.weight"): (100, 10.0, 1.0, 0), (2, "layers.0.weight"): (100, 19.0, 1.9, 0)}
+    for seed, rows in ((0, SEED_0), (1, SEED_1)):
+        write_stiffness(write_run(tmp_path, "si", seed, [[0.9], [0.9, 0.9]], hyperparameters={"c": 1.0}), rows)
+        write_run(tmp_path, "joint", seed, [[0.95], [0.95, 0.95]])
+        write_run(tmp_path, "random", seed, [[0.1], [0.1, 0.1]])
+    write_stiffness(write_run(tmp_path, "mas", 0, [[0.9], [0.9, 0.9]]), stable)
+    result = CliRunner().invoke(app, ["report", "b", "--results", str(tmp_path), "--table"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())  # rich may wrap the notes
+    # after task 2: seed 0 has 4 unstable weights (max 5.0), seed 1 has 2 (max 3.0); task 1's rows do not count
+    assert ("si: plain SGD is unstable on its penalty (lr * 2 * strength * Omega > 2, up to 5) for 6 weights of "
+            "layers.1.weight (seeds 0-1)") in output
+    assert "`clbench report b --monitoring`" in output and "--grid si.c=..." in output
+    assert "mas:" not in output  # a stable penalty gets no warning
+
+
+def test_a_reporter_that_cannot_be_imported_does_not_break_the_main_table(tmp_path: Path) -> None:
+    from test_report import write_run_json
+
+    run_dir = write_run(tmp_path, "fake", 0, [[0.9], [0.9, 0.9]])
+    write_run_json(run_dir, monitoring_reporter="no_such_module:Reporter")
+    result = CliRunner().invoke(app, ["report", "b", "--results", str(tmp_path), "--metric", "accuracy"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert "| fake" in result.output and "'no_such_module:Reporter'" in output and "warnings" in output
