@@ -73,8 +73,9 @@ class PenaltyReporter(MonitoringReporter):
             notes.append(f"{label}: plain SGD is unstable on its penalty (lr * 2 * strength * Omega > 2, up to "
                          f"{significant(float(unstable['max_stiffness'].max()))}) for {int(unstable['unstable'].sum())}"
                          f" weights of {', '.join(dict.fromkeys(unstable['parameter']))} (seeds {seeds}): its numbers"
-                         f" measure a diverging penalty, not the method; see `clbench report {results.command_name} "
-                         f"--monitoring` and try a smaller strength (--grid {self.method}.{STRENGTH[self.method]}=...)")
+                         f" may reflect the unstable optimisation rather than the method; see `clbench report "
+                         f"{results.command_name} --monitoring` and compare a smaller strength "
+                         f"(--grid {self.method}.{STRENGTH[self.method]}=...)")
         return notes
 
     def csv(self, results: Results) -> str:
