@@ -41,6 +41,7 @@ import clbench
 from clbench.approaches import Approach, ApproachContext, resolve
 from clbench.approaches.base import Evaluation
 from clbench.config import stable_hash, to_dict
+from clbench.data.custom import custom_datasets, load_custom, n_classes_lookup
 from clbench.data.sources import ImageSet, PreparedDataset, get_source
 from clbench.data.tasks import DatasetLoader, LabelledData, TaskSequence, build_tasks, head_sizes_for, task_order
 from clbench.errors import ClbenchError, DataNotFoundError
@@ -157,28 +158,28 @@ def _clock(device: torch.device) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- data
-def raw_task_datasets(data: DataSpec) -> list[str]:
-    """The data set of each task in canonical (unshuffled) order, without loading anything."""
+def raw_task_datasets(data: DataSpec, n_classes: Callable[[str], int]) -> list[str]:
+    """The data set of each task in canonical (unshuffled) order, from each data set's class count."""
     if data.kind == "mixture":
         return list(data.datasets)
     if data.kind == "permuted":
         return [data.datasets[0]] * (data.n_tasks or 1)
     names: list[str] = []
     for name, block in zip(data.datasets, data.classes_per_task or ()):
-        names += [name] * math.ceil(get_source(name).n_classes / block)
+        names += [name] * len(head_sizes_for(replace(data, datasets=(name,), classes_per_task=(block,)), n_classes))
     return names
 
 
-def sequence_head_sizes(data: DataSpec, seed: int) -> tuple[int, ...]:
+def sequence_head_sizes(spec: BenchmarkSpec, seed: int) -> tuple[int, ...]:
     """Classes per task of the whole seeded sequence (the network gets every head, as in a run)."""
-    sizes = head_sizes_for(data, lambda name: get_source(name).n_classes)
-    return tuple(sizes[i] for i in task_order(len(sizes), data.shuffle_tasks, seed))
+    sizes = head_sizes_for(spec.data, n_classes_lookup(spec))
+    return tuple(sizes[i] for i in task_order(len(sizes), spec.data.shuffle_tasks, seed))
 
 
-def first_datasets(data: DataSpec, seed: int, n_tasks: int = BENCH_TASKS) -> set[str]:
+def first_datasets(spec: BenchmarkSpec, seed: int, n_tasks: int = BENCH_TASKS) -> set[str]:
     """The data sets of the first `n_tasks` tasks in the seeded order."""
-    names = raw_task_datasets(data)
-    return {names[i] for i in task_order(len(names), data.shuffle_tasks, seed)[:n_tasks]}
+    names = raw_task_datasets(spec.data, n_classes_lookup(spec))
+    return {names[i] for i in task_order(len(names), spec.data.shuffle_tasks, seed)[:n_tasks]}
 
 
 def synthetic_loader(full_size: Collection[str], seed: int = 0) -> DatasetLoader:
@@ -189,7 +190,7 @@ def synthetic_loader(full_size: Collection[str], seed: int = 0) -> DatasetLoader
     """
 
     def load(name: str, form: str) -> PreparedDataset:
-        source = get_source(name)
+        source = get_source(name)  # built-in data sets only (see `with_own_datasets`)
         normalisation = source.normalisation(form)
         n_train, n_test = source.paper_sizes if name in full_size else (2 * source.n_classes, source.n_classes)
         rng = numpy_generator(seed, f"synthetic:{name}")
@@ -210,7 +211,8 @@ def bench_tasks(spec: BenchmarkSpec, seed: int, device: torch.device, data_dir: 
     """The first two tasks of the seeded sequence on `device`, and "real" or "synthetic".
 
     With a `loader`, its data are used (labelled `loader_data`); otherwise the prepared cache in `data_dir`
-    when every data set of the benchmark is there, else synthetic data of the real sizes.
+    when every built-in data set of the benchmark is there, else synthetic data of the real sizes. A spec's own
+    data sets are always their real files (`with_own_datasets`).
     """
     if loader is not None:
         return build_tasks(spec.data, seed, loader, device, max_tasks=BENCH_TASKS), loader_data
@@ -218,11 +220,27 @@ def bench_tasks(spec: BenchmarkSpec, seed: int, device: torch.device, data_dir: 
         from clbench.data.tasks import prepared_loader
 
         try:
-            return build_tasks(spec.data, seed, prepared_loader(data_dir), device, max_tasks=BENCH_TASKS), "real"
+            cached = with_own_datasets(spec, data_dir, prepared_loader(data_dir))
+            return build_tasks(spec.data, seed, cached, device, max_tasks=BENCH_TASKS), "real"
         except DataNotFoundError:
             pass
-    synthetic = synthetic_loader(first_datasets(spec.data, seed), seed)
+    synthetic = synthetic_loader(first_datasets(spec, seed), seed)
+    if spec.datasets and data_dir is not None:
+        synthetic = with_own_datasets(spec, data_dir, synthetic)
     return build_tasks(spec.data, seed, synthetic, device, max_tasks=BENCH_TASKS), "synthetic"
+
+
+def with_own_datasets(spec: BenchmarkSpec, data_dir: Path, loader: DatasetLoader) -> DatasetLoader:
+    """`loader`, with the spec's own data sets (`datasets:`) read from their files (converted into the cache of
+    `data_dir` when needed, as `clbench train` does): they are local, so the bench never replaces them."""
+    own = custom_datasets(spec)
+    if not own:
+        return loader
+
+    def load(name: str, form: str) -> PreparedDataset:
+        return load_custom(own[name], data_dir, form) if name in own else loader(name, form)
+
+    return load
 
 
 def head(data: LabelledData, n: int) -> LabelledData:
@@ -331,7 +349,7 @@ def bench_method(spec: BenchmarkSpec, method: str, tasks: TaskSequence, device: 
     """Measure one approach (see the module docstring); `NothingToTime` if it has no trainable network."""
     from clbench.engine import run_config
 
-    head_sizes = sequence_head_sizes(spec.data, settings.seed)
+    head_sizes = sequence_head_sizes(spec, settings.seed)
     if head_sizes[:len(tasks)] != tasks.head_sizes:
         raise RuntimeError(f"bench tasks {tasks.head_sizes} do not start the sequence {head_sizes}")
 

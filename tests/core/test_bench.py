@@ -102,10 +102,10 @@ def test_uncached_data_are_synthetic_of_the_real_shapes(tmp_path: Path) -> None:
 @pytest.mark.parametrize("benchmark", ["mixture8", "cifar-incremental"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_first_tasks_and_head_sizes_follow_the_seeded_order(benchmark: str, seed: int) -> None:
-    data = load_benchmark(benchmark).data
-    full = build_tasks(data, seed, bench_synthetic_loader(()))  # every data set tiny
-    assert sequence_head_sizes(data, seed) == full.head_sizes
-    assert first_datasets(data, seed) == {name.split(":")[0] for name in full.names[:2]}
+    spec = load_benchmark(benchmark)
+    full = build_tasks(spec.data, seed, bench_synthetic_loader(()))  # every data set tiny
+    assert sequence_head_sizes(spec, seed) == full.head_sizes
+    assert first_datasets(spec, seed) == {name.split(":")[0] for name in full.names[:2]}
 
 
 def test_max_tasks_keeps_the_first_tasks_unchanged() -> None:

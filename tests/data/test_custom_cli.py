@@ -105,3 +105,36 @@ def test_list_counts_tasks_and_parameters(spec_file: Path) -> None:
     counts = parameter_counts(spec)
     heads = parameter_counts(load_benchmark(str(spec_file), ["data.datasets=[my-shapes]"]))
     assert counts["sgd"] - heads["sgd"] == 8 * 2 + 2
+
+
+def test_bench_times_a_spec_with_its_own_data_on_the_real_files(spec_file: Path, tmp_path: Path) -> None:
+    data_dir, results = tmp_path / "data", tmp_path / "results"
+    result = runner.invoke(app, ["bench", str(spec_file), "-m", "sgd", "--batches", "2", "--device", "cpu",
+                                 "--data-dir", str(data_dir), "--results", str(results)])
+    assert result.exit_code == 0, result.output
+    assert "synthetic" not in result.output
+    [stored] = sorted(results.glob("_bench/mine-*.parquet"))
+    frame = pd.read_parquet(stored)
+    assert list(frame["method"]) == ["sgd"] and list(frame["data"]) == ["real"]
+    assert (frame["forward_backward_ms"] > 0).all()
+    assert len(prepared(data_dir, "my-shapes")) == 1  # converted into the cache, as train does
+
+
+def test_bench_mixing_own_and_uncached_built_in_data_times_synthetic_built_ins(spec_file: Path,
+                                                                              tmp_path: Path) -> None:
+    spec_file.write_text(MIXTURE_SPEC.replace("[my-shapes, my-arrays]", "[my-shapes, cifar10]"))
+    results = tmp_path / "results"
+    result = runner.invoke(app, ["bench", str(spec_file), "-m", "sgd", "--batches", "2", "--device", "cpu",
+                                 "--epoch", "extrapolate", "--data-dir", str(tmp_path / "data"),
+                                 "--results", str(results)])
+    assert result.exit_code == 0, result.output
+    [stored] = sorted(results.glob("_bench/mine-*.parquet"))
+    assert list(pd.read_parquet(stored)["data"]) == ["synthetic"]  # cifar10 is not cached here
+
+
+def test_bench_with_a_missing_own_data_set_exits_2_naming_it(spec_file: Path, tmp_path: Path) -> None:
+    (spec_file.parent / "arrays.npz").unlink()
+    result = runner.invoke(app, ["bench", str(spec_file), "-m", "sgd", "--batches", "2", "--device", "cpu",
+                                 "--data-dir", str(tmp_path / "data"), "--results", str(tmp_path / "results")])
+    assert result.exit_code == 2
+    assert "my-arrays" in result.output and "no npz file" in " ".join(result.output.split())
