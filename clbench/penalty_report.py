@@ -75,7 +75,7 @@ class PenaltyReporter(MonitoringReporter):
                          f" weights of {', '.join(dict.fromkeys(unstable['parameter']))} (seeds {seeds}): its numbers"
                          f" may reflect the unstable optimisation rather than the method; see `clbench report "
                          f"{results.command_name} --monitoring` and compare a smaller strength "
-                         f"(--grid {self.method}.{STRENGTH[self.method]}=...)")
+                         f"(--grid {self.method}.{STRENGTH.get(self.method, 'STRENGTH')}=...)")
         return notes
 
     def csv(self, results: Results) -> str:
