@@ -46,7 +46,7 @@ from clbench.data.sources import ImageSet, PreparedDataset, get_source
 from clbench.data.tasks import DatasetLoader, LabelledData, TaskSequence, build_tasks, head_sizes_for, task_order
 from clbench.errors import ClbenchError, DataNotFoundError
 from clbench.seeding import numpy_generator, seed_global_torch
-from clbench.spec import BenchmarkSpec, DataSpec
+from clbench.spec import BenchmarkSpec, DataSpec, class_blocks
 
 BENCH_FOLDER = "_bench"
 BENCH_COLUMNS = [
@@ -166,7 +166,7 @@ def raw_task_datasets(data: DataSpec, n_classes: Callable[[str], int]) -> list[s
         return [data.datasets[0]] * (data.n_tasks or 1)
     names: list[str] = []
     for name, block in zip(data.datasets, data.classes_per_task or ()):
-        names += [name] * len(head_sizes_for(replace(data, datasets=(name,), classes_per_task=(block,)), n_classes))
+        names += [name] * len(class_blocks(name, n_classes(name), block, data.remainder))
     return names
 
 
@@ -225,7 +225,7 @@ def bench_tasks(spec: BenchmarkSpec, seed: int, device: torch.device, data_dir: 
         except DataNotFoundError:
             pass
     synthetic = synthetic_loader(first_datasets(spec, seed), seed)
-    if spec.datasets and data_dir is not None:
+    if data_dir is not None:
         synthetic = with_own_datasets(spec, data_dir, synthetic)
     return build_tasks(spec.data, seed, synthetic, device, max_tasks=BENCH_TASKS), "synthetic"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from clbench.report.loading import Results, read_parquet_files
+from clbench.report.loading import Results
 from clbench.report.monitoring import MonitoringReporter
 from clbench.report.tables import Table, _plain, format_seeds
 
@@ -34,15 +34,8 @@ class PenaltyReporter(MonitoringReporter):
 
     def stiffness(self, results: Results) -> pd.DataFrame:
         """The last stage's rows of every run of this method, with `fraction` = unstable / weights and `label`."""
-        run_ids = [run_id for run_id, run in results.info.items() if run["method"] == self.method]
-        paths = [results.folder(run_id) / f"{TABLE}.parquet" for run_id in run_ids
-                 if f"{TABLE}.parquet" in results.files.get(run_id, set())]
-        frame = read_parquet_files(paths, COLUMNS)
-        if frame.empty:
-            return frame.assign(fraction=pd.Series(dtype=float), label=pd.Series(dtype=object))
-        frame = frame[frame["stage"] == frame.groupby("run_id")["stage"].transform("max")]
-        frame = frame.assign(fraction=frame["unstable"] / frame["weights"].where(frame["weights"] > 0))
-        return frame.assign(label=frame["run_id"].map({run_id: run["label"] for run_id, run in results.info.items()}))
+        frame = self.last_stage_rows(results, TABLE, COLUMNS)
+        return frame.assign(fraction=frame["unstable"] / frame["weights"].where(frame["weights"] > 0))
 
     def tables(self, results: Results) -> list[Table]:
         frame = self.stiffness(results)

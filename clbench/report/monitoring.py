@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from clbench.errors import ResultsError
-from clbench.report.loading import Results
+from clbench.report.loading import Results, read_parquet_files
 from clbench.report.tables import Table
 from clbench.results import RUN_FILE
 
@@ -44,6 +47,18 @@ class MonitoringReporter:
         """Warnings that belong under the main `report --table` (a reader of the numbers must see them); none
         by default. Keep them short and name the `--monitoring` table that explains them."""
         return []
+
+    def last_stage_rows(self, results: Results, table: str,
+                        columns: Sequence[tuple[str, str]]) -> pd.DataFrame:
+        """The rows of `<table>.parquet` from each run of this method at its last stored stage, with each run's
+        `label`; runs without the file are skipped (`columns`: (name, dtype) pairs, as `read_parquet_files`)."""
+        paths = [results.folder(run_id) / f"{table}.parquet" for run_id, run in results.info.items()
+                 if run["method"] == self.method and f"{table}.parquet" in results.files.get(run_id, set())]
+        frame = read_parquet_files(paths, columns)
+        if not frame.empty:
+            frame = frame[frame["stage"] == frame.groupby("run_id")["stage"].transform("max")]
+        labels = {run_id: run["label"] for run_id, run in results.info.items()}
+        return frame.assign(label=frame["run_id"].map(labels).astype(object))
 
     def csv(self, results: Results) -> str:
         """Tidy CSV of the raw numbers behind `tables` ("" when the reporter has none)."""
