@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +45,10 @@ from clbench.data.custom import custom_datasets, load_custom, n_classes_lookup
 from clbench.data.sources import ImageSet, PreparedDataset, get_source
 from clbench.data.tasks import DatasetLoader, LabelledData, TaskSequence, build_tasks, head_sizes_for, task_order
 from clbench.errors import ClbenchError, DataNotFoundError
+from clbench.results import BENCH_COLUMNS, BENCH_FOLDER, utc_now, write_parquet
 from clbench.seeding import numpy_generator, seed_global_torch
 from clbench.spec import BenchmarkSpec, DataSpec, class_blocks
 
-BENCH_FOLDER = "_bench"
-BENCH_COLUMNS = [
-    "benchmark", "method", "device", "batch_size", "forward_ms", "forward_backward_ms", "epoch_seconds",
-    "peak_memory_mb", "clbench_version", "torch_version", "measured_utc", "data", "n_batches", "hostname",
-]
 EPOCH_MODES = ("auto", "measure", "extrapolate")
 FORM_SHAPES = {"mnist28": (1, 28, 28), "image32": (3, 32, 32)}
 BENCH_TASKS = 2  # task 0 for the epoch, task 1 for the stage-1 step
@@ -403,7 +399,7 @@ def run_bench(spec: BenchmarkSpec, methods: Sequence[str], device: torch.device,
                "config_hash": {result.method: result.config_hash for result in results},
                "step_stage": {result.method: result.stage + 1 for result in results},  # 1-based, as in results
                "epoch_batches": {result.method: result.epoch_batches for result in results}}
-    return BenchRun(spec.name, device, data, results, skipped, _utc_now(), details)
+    return BenchRun(spec.name, device, data, results, skipped, utc_now("milliseconds"), details)
 
 
 def device_name(device: torch.device) -> str:
@@ -417,11 +413,6 @@ def device_name(device: torch.device) -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def _utc_now() -> str:
-    """ISO 8601 UTC with milliseconds, so that runs within one second still sort in order."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 # ---------------------------------------------------------------------------------------------- storage
@@ -453,9 +444,8 @@ def write_bench(run: BenchRun, results_dir: Path) -> Path:
     """Store a bench run as Parquet (atomically, never overwriting); returns the file."""
     import pandas as pd
 
-    from clbench.results import write_parquet
 
-    frame = pd.DataFrame(bench_rows(run), columns=BENCH_COLUMNS)
+    frame = pd.DataFrame(bench_rows(run), columns=list(BENCH_COLUMNS))
     path = bench_path(results_dir, run.benchmark, run.measured_utc)
     write_parquet(path, frame, {"table": "bench", **run.details, "skipped": run.skipped})
     return path

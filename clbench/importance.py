@@ -1,8 +1,9 @@
 """Per-parameter importance of the synapse-consolidation baselines, as small functions on parameter dicts.
 
 SI (Zenke, Poole & Ganguli 2017): `si_path_step` (the running path integral omega), `si_importance`
-(Omega of a finished task), `quadratic_penalty` and its gradient `quadratic_penalty_gradient`, and the penalty's
-step stability under plain SGD, `penalty_stiffness` (shared with MAS).
+(Omega of a finished task), `clip_at_zero` (the accumulated Omega kept non-negative, as the authors' code keeps
+it), `quadratic_penalty` and its gradient `quadratic_penalty_gradient`, and the penalty's step stability
+under plain SGD, `penalty_stiffness` (shared with MAS).
 MAS (Aljundi et al. 2018): `mas_importance` (mean absolute gradient of the squared L2 norm of the output).
 Both accumulate their importance over tasks with `accumulate_importance` (a sum). The approach files
 (`clbench/approaches/si.py`, `mas.py`) only wire these in.
@@ -47,6 +48,16 @@ def accumulate_importance(new: Mapping[str, torch.Tensor],
     return {name: old[name] + new[name] for name in new}
 
 
+def clip_at_zero(importance: Mapping[str, torch.Tensor]) -> ParameterDict:
+    """max(Omega, 0) per entry: SI's accumulated importance as the authors' code keeps it.
+
+    Zenke et al.'s code (ganguli-lab/pathint, `pathint/protocols.py`, PATH_INT_PROTOCOL's `omega` task update)
+    stores relu(Omega_old + omega / (delta^2 + xi)): a negative path integral (steps that raised the task loss
+    to first order) would make the penalty concave for that weight and push it away from its anchor.
+    """
+    return {name: value.clamp(min=0) for name, value in importance.items()}
+
+
 def quadratic_penalty(parameters: Mapping[str, torch.Tensor], anchor: Mapping[str, torch.Tensor],
                       importance: Mapping[str, torch.Tensor], strength: float) -> torch.Tensor:
     """strength * sum_k Omega_k (theta_k - theta*_k)^2 over `importance`'s names (SI eq. 4 with c; MAS eq. 3)."""
@@ -71,13 +82,19 @@ def penalty_stiffness(importance: Mapping[str, torch.Tensor], strength: float, l
     return {name: 2.0 * lr * strength * value for name, value in importance.items()}
 
 
-def stiffness_rows(importance: Mapping[str, torch.Tensor], strength: float, lr: float,
-                   limit: float = 2.0) -> list[dict[str, float | int | str]]:
-    """Per parameter tensor: its size, max and mean Omega, max stiffness and how many weights exceed `limit`."""
+def stiffness_rows(importance: Mapping[str, torch.Tensor], strength: float, lr: float, limit: float = 2.0,
+                   before_clipping: Mapping[str, torch.Tensor] | None = None) -> list[dict[str, float | int | str]]:
+    """Per parameter tensor: its size, max and mean Omega, max stiffness and how many weights exceed `limit`.
+
+    `min_importance` and `negative` (entries below 0) are those of `before_clipping` (SI's sum before
+    `clip_at_zero`) when given, else of `importance` itself.
+    """
+    unclipped = importance if before_clipping is None else before_clipping
     rows: list[dict[str, float | int | str]] = []
     for name, stiffness in penalty_stiffness(importance, strength, lr).items():
         rows.append({"parameter": name, "weights": stiffness.numel(),
                      "max_importance": float(importance[name].max()), "mean_importance": float(importance[name].mean()),
+                     "min_importance": float(unclipped[name].min()), "negative": int((unclipped[name] < 0).sum()),
                      "max_stiffness": float(stiffness.max()), "unstable": int((stiffness > limit).sum())})
     return rows
 

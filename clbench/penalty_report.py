@@ -2,7 +2,8 @@
 
 Reads the `penalty_stiffness` tables SI and MAS store after every task (`clbench.importance.stiffness_rows`) and
 shows, per config and body parameter after the last task, mean over seeds: the max importance Omega, the max
-stiffness lr * 2 * strength * Omega and the % of weights whose stiffness exceeds 2. There plain SGD overshoots
+stiffness lr * 2 * strength * Omega, the % of weights whose stiffness exceeds 2, and the minimum of Omega and its
+number of negative entries before SI's clip at zero. There plain SGD overshoots
 the anchor on every step: those weights oscillate (held only by clipping and the lr decay) and the penalty both
 blocks the new task and stops protecting the old ones. A note names the configs where it happens. Torch-free.
 """
@@ -21,7 +22,13 @@ from clbench.report.tables import Table, _plain, format_seeds
 TABLE = "penalty_stiffness"
 STRENGTH = {"si": "c", "mas": "lamb"}  # the hyper-parameter that scales each method's penalty
 COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("parameter", "string"),
-           ("weights", "int64"), ("max_importance", "float64"), ("max_stiffness", "float64"), ("unstable", "int64"))
+           ("weights", "int64"), ("max_importance", "float64"), ("max_stiffness", "float64"), ("unstable", "int64"),
+           ("min_importance", "float64"), ("negative", "int64"))  # the last two: SI before its clip (null in old runs)
+MEANS = ["max_importance", "max_stiffness", "fraction", "min_importance", "negative"]
+
+
+CLIP_NOTE = ["min Omega / Omega < 0 before clip: the accumulated importance before SI clips it at zero (as Zenke "
+             "et al.'s code does; MAS's is never negative); – for runs stored before clbench recorded it"]
 
 
 def significant(value: float) -> str:
@@ -41,17 +48,18 @@ class PenaltyReporter(MonitoringReporter):
         frame = self.stiffness(results)
         tables = []
         for label, group in frame.groupby("label", sort=True):
-            means = group.groupby("parameter", sort=False)[["max_importance", "max_stiffness", "fraction"]].mean()
+            means = group.groupby("parameter", sort=False)[MEANS].mean()
             rows = [[name, significant(row.max_importance), significant(row.max_stiffness),
-                     _plain(100 * row.fraction, 2)] for name, row in means.iterrows()]
+                     _plain(100 * row.fraction, 2), significant(row.min_importance), significant(row.negative)]
+                    for name, row in means.iterrows()]
             unstable = means[means["fraction"] > 0].index.tolist()
             notes = ([f"plain SGD is unstable on {', '.join(unstable)}: weights with lr * 2 * strength * Omega > 2 "
                       "overshoot the anchor on every step; lower the strength (or training.lr) and compare"]
                      if unstable else [])
             title = (f"{label}: importance and SGD stiffness of the penalty after task {int(group['stage'].max())}, "
                      f"mean over seeds {format_seeds(int(seed) for seed in group['seed'].unique())}")
-            tables.append(Table(["parameter", "max Omega", "max lr*2*strength*Omega", "% weights > 2"], rows,
-                                title, notes))
+            tables.append(Table(["parameter", "max Omega", "max lr*2*strength*Omega", "% weights > 2",
+                                 "min Omega before clip", "Omega < 0 before clip"], rows, title, notes + CLIP_NOTE))
         return tables
 
     def table_notes(self, results: Results) -> list[str]:
@@ -73,8 +81,7 @@ class PenaltyReporter(MonitoringReporter):
 
     def csv(self, results: Results) -> str:
         frame = self.stiffness(results)
-        summary = frame.groupby(["label", "stage", "parameter"], sort=True)[
-            ["max_importance", "max_stiffness", "fraction"]].mean()
+        summary = frame.groupby(["label", "stage", "parameter"], sort=True)[MEANS].mean()
         return summary.reset_index().rename(columns={"label": "approach"}).to_csv(index=False)
 
     def plots(self, results: Results, folder: Path) -> list[Path]:

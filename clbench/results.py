@@ -42,8 +42,16 @@ COLUMNS = [
 ]
 
 
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+BENCH_FOLDER = "_bench"  # <results>/_bench/<benchmark>-<UTC timestamp>.parquet (`clbench bench`)
+BENCH_COLUMNS = (  # every column a bench file has, in order (`clbench.bench.bench_rows`)
+    "benchmark", "method", "device", "batch_size", "forward_ms", "forward_backward_ms", "epoch_seconds",
+    "peak_memory_mb", "clbench_version", "torch_version", "measured_utc", "data", "n_batches", "hostname",
+)
+
+
+def utc_now(timespec: str = "seconds") -> str:
+    """The current time as ISO 8601 UTC (`timespec` as `datetime.isoformat`: "milliseconds" for bench rows)."""
+    return datetime.now(timezone.utc).isoformat(timespec=timespec)
 
 
 def run_directory(results_dir: Path, benchmark: str, method: str, config_hash: str, seed: int) -> Path:

@@ -10,10 +10,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/synthetic.py importable as `synthetic`
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Tiny test networks run faster on one thread (and do not fight each other on a 2-core CI machine)."""
+    """Tiny test networks run faster on one thread (and do not fight each other on a 2-core CI machine); a
+    relative $CLBENCH_MIRROR / $CLBENCH_DATA is resolved once, against the folder pytest started in."""
+    import os
+
     import torch
+    from realmirror import absolute_environment
 
     torch.set_num_threads(1)
+    absolute_environment(os.environ)
 
 
 @pytest.fixture(scope="session")

@@ -7,12 +7,13 @@ variable is unset. Tests that need the mirror skip, naming where they looked, wh
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 import pytest
 
 MIRROR_ENV = "CLBENCH_MIRROR"
+DATA_ENV = "CLBENCH_DATA"
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 
@@ -20,6 +21,18 @@ def mirror_dir(environ: Mapping[str, str] | None = None) -> Path:
     """`$CLBENCH_MIRROR` if set (even if it does not exist: no silent fallback), else ../shared/data."""
     explicit = (os.environ if environ is None else environ).get(MIRROR_ENV)
     return Path(explicit).expanduser() if explicit else SHARED_DATA
+
+
+def absolute_environment(environ: MutableMapping[str, str]) -> None:
+    """Make a relative $CLBENCH_MIRROR (a folder, not a URL) and $CLBENCH_DATA absolute, against the current folder.
+
+    Called once when pytest starts (`conftest.pytest_configure`): tests that change directory then still find
+    the mirror and cache the README's `CLBENCH_MIRROR=../shared/data` names.
+    """
+    for name in (MIRROR_ENV, DATA_ENV):
+        value = environ.get(name)
+        if value and "://" not in value:
+            environ[name] = str(Path(value).expanduser().absolute())
 
 
 def require_mirror(member: str = "MD5SUMS", environ: Mapping[str, str] | None = None) -> Path:

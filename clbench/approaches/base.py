@@ -7,7 +7,8 @@ drops and, at zero, the lr is divided by `lr_factor`, the task stops if lr < `lr
 resets and the optimiser is rebuilt; after the loop the best snapshot is restored.
 
 Hooks (all optional): `build_network`, `begin_task`, `training_data`, `trainable_parameters`, `loss`,
-`penalty`, `before_step` (gradient conditioning), `after_step`, `end_task`, `predict`, `extra_state` /
+`penalty`, `before_step` (gradient conditioning), `after_step`, `epoch_state` / `restore_epoch_state` (state
+kept and restored with the best weights), `end_task`, `predict`, `extra_state` /
 `load_extra_state` (what a checkpoint needs besides the network), `monitoring` (tables stored with the run).
 
 Two protocol switches change numerics and are off by default (`training.compile`, `training.amp`, part of the
@@ -243,6 +244,17 @@ class Approach:
         """
         return {}
 
+    def epoch_state(self) -> Any:
+        """Approach state that belongs with the weights of an epoch (SI's path integral, default None).
+
+        The loop keeps a copy with every best-validation snapshot of the weights and hands it back to
+        `restore_epoch_state` with the best weights, so that such state ends the task at the epoch it kept.
+        """
+        return None
+
+    def restore_epoch_state(self, state: Any) -> None:
+        """Restore what `epoch_state` returned at the best epoch (called with the best weights' restore)."""
+
     def extra_state(self) -> dict[str, Any]:
         """Approach state besides the network that a checkpoint must keep (masks, Fisher, old models...)."""
         return {}
@@ -259,7 +271,7 @@ class Approach:
         training = self.training_protocol
         schedule = PlateauSchedule(training)
         optimizer = self.make_optimizer(stage, schedule.lr)
-        best = self.snapshot()
+        best, best_state = self.snapshot(), self.epoch_state()
         best_epoch, epochs, batches = 0, 0, 0
         for epoch in range(training.max_epochs):
             lr = schedule.lr
@@ -268,7 +280,7 @@ class Approach:
             improved, lr_changed = schedule.step(evaluation.loss)
             epochs, batches = epoch + 1, batches + n_batches
             if improved:
-                best, best_epoch = self.snapshot(), epoch + 1
+                best, best_state, best_epoch = self.snapshot(), self.epoch_state(), epoch + 1
             if progress is not None:
                 progress(EpochLog(stage, epoch + 1, lr, train_loss, evaluation.loss, evaluation.accuracy, improved))
             if schedule.stopped:
@@ -276,6 +288,7 @@ class Approach:
             if lr_changed:
                 optimizer = self.make_optimizer(stage, schedule.lr)
         self.restore(best)
+        self.restore_epoch_state(best_state)
         self.end_task(stage, tasks)
         return TaskLog(stage, epochs, best_epoch, schedule.best_loss, schedule.lr,
                        time.perf_counter() - start, batches)

@@ -8,7 +8,8 @@ not penalised: each is trained at its own task only. A subclass computes a task'
 
 Monitoring: `penalty_stiffness` after each task, per parameter tensor of the body: max and mean Omega, the max of
 lr * 2 * strength * Omega (the training lr the next task starts at) and how many weights exceed 2, where plain
-SGD oscillates around the anchor instead of settling (`clbench.importance.penalty_stiffness`). Zenke et al. and
+SGD oscillates around the anchor instead of settling (`clbench.importance.penalty_stiffness`), and the minimum
+of Omega and its negative entries before SI's clipping at zero. Zenke et al. and
 Aljundi et al. trained with Adam, which rescales steps; the paper's protocol is plain SGD at lr 0.05, so a
 strength tuned for Adam can be unstable here. `clbench report --monitoring` shows the table.
 """
@@ -36,6 +37,7 @@ class ImportancePenalty(Approach):
         self.body = body_named_parameters(self.multihead)
         self.importance: ParameterDict = {}  # Omega of the tasks before the current one (summed)
         self.anchor: ParameterDict = {}  # theta* = the body's weights after the previous task
+        self.before_clipping: ParameterDict | None = None  # the last accumulation before SI's clip (monitoring)
 
     def strength(self) -> float:
         """The penalty's strength (SI's c, MAS's lambda)."""
@@ -50,14 +52,20 @@ class ImportancePenalty(Approach):
 
     def consolidate(self, task_importance: ParameterDict) -> None:
         """After a task: add its importance to Omega and anchor the penalty at the current weights."""
-        self.importance = accumulate_importance(task_importance, self.importance)
+        self.before_clipping = accumulate_importance(task_importance, self.importance)
+        self.importance = self.kept_importance(self.before_clipping)
         self.anchor = detached_copy(self.body)
+
+    def kept_importance(self, total: ParameterDict) -> ParameterDict:
+        """The accumulated importance the penalty uses (default: the sum itself; SI clips it at zero)."""
+        return total
 
     def monitoring(self, stage: int, tasks: TaskSequence) -> dict[str, list[dict[str, Any]]]:
         """`penalty_stiffness`: the importance and its SGD step stability per body parameter after task `stage`."""
         if not self.importance:
             return {}
-        return {"penalty_stiffness": stiffness_rows(self.importance, self.strength(), self.training_protocol.lr)}
+        return {"penalty_stiffness": stiffness_rows(self.importance, self.strength(), self.training_protocol.lr,
+                                                    before_clipping=self.before_clipping)}
 
     def extra_state(self) -> dict[str, Any]:
         return {"importance": self.importance, "anchor": self.anchor}

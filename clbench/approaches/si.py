@@ -6,8 +6,14 @@ omega += -g * delta (eq. 3), with g the gradient of the task loss alone (the pen
 After the task (best weights restored), Omega += omega / ((theta_end - theta_start)^2 + xi) (eq. 5) and the
 anchor theta* becomes the current weights. From the second task on the loss is CE + c sum Omega (theta -
 theta*)^2 (eq. 4). Only the shared body is tracked and penalised: each task's head is trained at its own task
-only and never changes afterwards, so it needs no protection. omega counts every step of the task, including
-the epochs after the best one that early stopping discards (Zenke et al. had no early stopping).
+only and never changes afterwards, so it needs no protection.
+
+Two details follow the authors' code (ganguli-lab/pathint) under clbench's protocol:
+- the accumulated Omega is clipped at zero after each task (`pathint/protocols.py`: relu(Omega_old +
+  omega / (delta^2 + xi))), so the penalty is never concave for a weight;
+- omega is kept with the best-validation weights and restored with them (`epoch_state`): the steps of the
+  epochs that early stopping throws away do not count, so omega, theta_end and the anchor all describe the
+  same training (Zenke et al. trained a fixed number of epochs, without early stopping).
 """
 
 from __future__ import annotations
@@ -21,20 +27,26 @@ from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo, 
 from clbench.approaches.importance_penalty import ImportancePenalty
 from clbench.config import field
 from clbench.data.tasks import TaskSequence
-from clbench.importance import ParameterDict, quadratic_penalty_gradient, si_importance, si_path_step
+from clbench.importance import (
+    ParameterDict,
+    clip_at_zero,
+    quadratic_penalty_gradient,
+    si_importance,
+    si_path_step,
+)
 from clbench.regularizers import detached_copy
 
 
 @dataclass(frozen=True)
 class SIHyperparameters(Hyperparameters):
-    """SI's hyper-parameters (Zenke et al. 2017, permuted MNIST: c = 0.1, xi = 1e-3)."""
+    """SI's hyper-parameters (defaults: Zenke et al.'s permuted-MNIST code, c = 0.1, xi = 0.1)."""
 
     clip_grad_norm: float = field(100.0, doc="gradient-norm clipping (clbench: 100, as the reference's ewc)",
                                   minimum=0.0)
     c: float = field(0.1, doc="penalty strength c (Zenke et al. eq. 4; pmnist 0.1, split MNIST 1; grid 0.01, "
                               "0.03, 0.1, 0.5, 1)", minimum=0.0)
-    xi: float = field(1e-3, doc="damping xi of the importance denominator (Zenke et al. eq. 5: 1e-3)",
-                      minimum=0.0)
+    xi: float = field(0.1, doc="damping xi of Omega's denominator (Zenke et al. eq. 5; ganguli-lab/pathint: 0.1 "
+                               "fig_permuted_mnist, 1e-3 fig_split_mnist and fig_transfer_cifar)", minimum=0.0)
 
 
 @register
@@ -78,8 +90,19 @@ class SI(ImportancePenalty):
             deltas = {name: p.detach() - self.step_start[name] for name, p in self.body.items()}
             self.omega = si_path_step(self.omega, self.step_gradients, deltas)
 
+    def epoch_state(self) -> ParameterDict:
+        """omega so far: kept with each best epoch's weights, so the task's omega ends at the best epoch."""
+        return {name: value.clone() for name, value in self.omega.items()}
+
+    def restore_epoch_state(self, state: ParameterDict) -> None:
+        self.omega = state
+
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
         self.consolidate(si_importance(self.omega, self.start, detached_copy(self.body), self.hparams.xi))
+
+    def kept_importance(self, total: ParameterDict) -> ParameterDict:
+        """Omega clipped at zero, as the authors' code keeps it (`clbench.importance.clip_at_zero`)."""
+        return clip_at_zero(total)
 
     def extra_state(self) -> dict[str, Any]:
         return {**super().extra_state(), "omega": self.omega, "start": self.start}

@@ -88,21 +88,35 @@ def load_methods(text: str) -> list[str]:
 
 
 def default_data_dir() -> Path:
-    """The data cache: $CLBENCH_DATA, else $XDG_CACHE_HOME/clbench, else ~/.cache/clbench."""
+    """The data cache: $CLBENCH_DATA, else $XDG_CACHE_HOME/clbench, else ~/.cache/clbench (made absolute)."""
     explicit = os.environ.get("CLBENCH_DATA")
     if explicit:
-        return Path(explicit)
+        return absolute_folder(Path(explicit))
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "clbench"
+    return absolute_folder(Path(cache) / "clbench")
+
+
+def absolute_folder(value: Path) -> Path:
+    """A folder option resolved once, against the folder the command started in (`~` expanded)."""
+    return value.expanduser().absolute()
+
+
+def absolute_location(value: str | None) -> str | None:
+    """A mirror option (`--mirror` / $CLBENCH_MIRROR): a folder made absolute as `absolute_folder`, a URL kept."""
+    if not value or "://" in value:
+        return value
+    return str(absolute_folder(Path(value)))
 
 
 DataDirOption = typer.Option(
-    None, "--data-dir", envvar="CLBENCH_DATA", help="Data cache folder (default: ~/.cache/clbench)."
+    None, "--data-dir", envvar="CLBENCH_DATA", help="Data cache folder (default: ~/.cache/clbench).",
+    callback=lambda value: absolute_folder(value) if value is not None else None,
 )
 MirrorOption = typer.Option(
     None,
     "--mirror",
     envvar="CLBENCH_MIRROR",
+    callback=absolute_location,
     help="Folder or URL holding <mirror>/<dataset>/<upstream file name>, used instead of the upstream hosts.",
 )
 ResultsOption = typer.Option(

@@ -14,10 +14,6 @@ from clbench.errors import ClbenchError
 if TYPE_CHECKING:
     from clbench.report import HatReport, Report, Results
 
-FORMATS = ("markdown", "csv", "latex", "html")
-METRICS = ("forgetting-ratio", "accuracy")
-
-
 @dataclass(frozen=True)
 class ReportRequest:
     """What one `clbench report` call asks for."""
@@ -64,6 +60,9 @@ def report(
                                "stage and pmnist variant), with the settings where our runs differ."),
 ) -> None:
     """The paper's tables (forgetting ratio or accuracy per stage, summary, time, HAT) and figures."""
+    from clbench.report.render import FORMATS
+    from clbench.report.statistics import METRICS
+
     if fmt not in FORMATS:
         raise ClbenchError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if metric not in METRICS:

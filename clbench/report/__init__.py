@@ -25,7 +25,6 @@ from __future__ import annotations
 from typing import Any
 
 from clbench.report.loading import (  # noqa: F401
-    BENCH_FOLDER,
     IDENTITY,
     READ_COLUMNS,
     READ_THREADS,
@@ -85,7 +84,6 @@ from clbench.report.statistics import (  # noqa: F401
     summarize,
 )
 from clbench.report.tables import (  # noqa: F401
-    BENCH_COLUMNS,
     Report,
     Summary,
     SummaryRow,
@@ -115,6 +113,7 @@ from clbench.report.tables import (  # noqa: F401
     table_rows,
     time_table,
 )
+from clbench.results import BENCH_COLUMNS, BENCH_FOLDER  # noqa: F401
 
 # HAT's report moved next to the approach (clbench.hat_report); imported on first use, which also avoids an
 # import cycle (clbench.hat_report imports clbench.report.loading).

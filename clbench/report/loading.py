@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 REFERENCES = ("joint", "random")
 
 
-BENCH_FOLDER = "_bench"
 
 
 READ_COLUMNS = (

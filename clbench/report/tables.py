@@ -15,9 +15,9 @@ import pandas as pd
 
 from clbench import metrics
 from clbench.errors import ResultsError
-from clbench.report.loading import BENCH_FOLDER, REFERENCES, Results, load_results
+from clbench.report.loading import REFERENCES, Results, load_results
 from clbench.report.statistics import METRICS, Cell, run_values, summarize
-from clbench.results import RUN_FILE
+from clbench.results import BENCH_COLUMNS, BENCH_FOLDER, RUN_FILE
 
 if TYPE_CHECKING:
     pass
@@ -184,10 +184,6 @@ def _parameter_count(results: Results, run_ids: Sequence[str], notes: list[str])
         notes.append(f"{results.info[run_ids[0]]['label']}: runs report different parameter counts "
                      f"{sorted(counts)}; the largest is shown")
     return max(counts) if counts else None
-
-
-BENCH_COLUMNS = ("benchmark", "method", "device", "batch_size", "forward_ms", "forward_backward_ms",
-                 "epoch_seconds", "peak_memory_mb", "clbench_version", "torch_version", "measured_utc")
 
 
 @dataclass(frozen=True)

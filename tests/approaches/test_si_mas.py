@@ -14,6 +14,7 @@ from clbench.approaches import resolve
 from clbench.approaches.base import StepInfo
 from clbench.importance import (
     accumulate_importance,
+    clip_at_zero,
     mas_importance,
     penalty_stiffness,
     quadratic_penalty,
@@ -92,16 +93,87 @@ def test_mas_importance_is_the_mean_absolute_per_sample_gradient_of_the_squared_
 
 
 # ---------------------------------------------------------------------------------------------- approaches
+# SI's xi per shipped benchmark and its source in Zenke et al.'s code (ganguli-lab/pathint, read with `fetch`):
+# fig_permuted_mnist/Permuted MNIST.ipynb sets xi = 0.1; fig_split_mnist/Figure split MNIST.ipynb and
+# fig_transfer_cifar/train.py call PATH_INT_PROTOCOL(..., xi=1e-3). mixture8 takes split CIFAR's (the conv net).
+SI_XI = {"pmnist": 0.1, "mnist2": 1e-3, "cifar-incremental": 1e-3, "mixture8": 1e-3}
+
+
 def test_defaults_are_the_original_papers_and_every_benchmark_resolves() -> None:
     spec = tiny_spec("mlp")
     si, mas = resolve(spec, "si").hyperparameters, resolve(spec, "mas").hyperparameters
-    assert (si.c, si.xi, mas.lamb) == (0.1, 1e-3, 1.0)
+    assert (si.c, si.xi, mas.lamb) == (0.1, 0.1, 1.0)
+    assert set(SI_XI) == set(benchmark_names())
     for name in benchmark_names():
         benchmark = load_benchmark(name)
-        assert resolve(benchmark, "si").hyperparameters.xi == 1e-3
+        assert resolve(benchmark, "si").hyperparameters.xi == SI_XI[name], name
         assert resolve(benchmark, "mas").hyperparameters.lamb == 1.0
     assert resolve(load_benchmark("pmnist"), "si").hyperparameters.c == 0.1
     assert resolve(load_benchmark("mnist2"), "si").hyperparameters.c == 1.0
+
+
+def test_si_omega_is_clipped_at_zero_after_each_task_and_monitoring_counts_the_negatives(mlp) -> None:
+    # as relu(Omega_old + omega / (delta^2 + xi)) in the authors' pathint/protocols.py
+    spec, tasks = mlp
+    approach = make_approach("si", spec, tasks)
+    name = next(iter(approach.body))
+
+    def task_importance(values: list[float]) -> dict[str, torch.Tensor]:
+        importance = {key: torch.ones_like(p) for key, p in approach.body.items()}
+        importance[name].view(-1)[:3] = torch.tensor(values)
+        return importance
+
+    approach.consolidate(task_importance([2.0, -1.0, 0.5]))
+    assert approach.importance[name].view(-1)[:3].tolist() == [2.0, 0.0, 0.5]
+    approach.consolidate(task_importance([-3.0, 0.5, 0.25]))
+    # kept sum: 2 - 3 = -1 -> 0; 0 + 0.5 = 0.5; 0.5 + 0.25 = 0.75; the other entries 1 + 1 = 2
+    assert approach.importance[name].view(-1)[:3].tolist() == [0.0, 0.5, 0.75]
+    assert float(approach.importance[name].min()) == 0.0
+    row = next(row for row in approach.monitoring(1, tasks)["penalty_stiffness"] if row["parameter"] == name)
+    assert row["min_importance"] == -1.0 and row["negative"] == 1
+    assert row["max_importance"] == 2.0  # of the kept (clipped) Omega
+    others = [row for row in approach.monitoring(1, tasks)["penalty_stiffness"] if row["parameter"] != name]
+    assert all(row["negative"] == 0 and row["min_importance"] == 2.0 for row in others)
+
+
+def test_clip_at_zero_by_hand() -> None:
+    clipped = clip_at_zero({"w": torch.tensor([-2.0, 0.0, 3.0])})
+    assert clipped["w"].tolist() == [0.0, 0.0, 3.0]
+
+
+def test_mas_importance_is_not_clipped(mlp) -> None:
+    spec, tasks = mlp
+    approach = make_approach("mas", spec, tasks)
+    name = next(iter(approach.body))
+    importance = {key: torch.ones_like(p) for key, p in approach.body.items()}
+    importance[name].view(-1)[0] = -1.0  # MAS's importance is never negative; here only to show it is kept as is
+    approach.consolidate(importance)
+    assert float(approach.importance[name].view(-1)[0]) == -1.0
+
+
+def scripted_validation(approach, losses: list[float]):
+    """Replace the validation measure by a fixed sequence of losses (one per epoch)."""
+    from clbench.approaches.base import Evaluation
+
+    sequence = iter(losses)
+    approach.evaluate_validation = lambda data, stage: Evaluation(next(sequence), 0.5, len(data))
+
+
+def test_si_omega_ends_at_the_best_epoch_not_after_the_epochs_early_stopping_discards(mlp) -> None:
+    spec, tasks = mlp
+    training = replace(QUICK, max_epochs=4, patience=10)
+    spec = replace(spec, training=training)
+    longer = make_approach("si", spec, tasks)
+    scripted_validation(longer, [1.0, 0.5, 0.7, 0.8])  # best epoch 2 of 4
+    log = longer.learn_task(0, tasks)
+    assert (log.best_epoch, log.epochs) == (2, 4)
+    stopped = make_approach("si", replace(spec, training=replace(training, max_epochs=2)), tasks)
+    scripted_validation(stopped, [1.0, 0.5])  # the same first two epochs, then the task ends
+    stopped.learn_task(0, tasks)
+    for name in longer.body:
+        assert torch.equal(longer.body[name], stopped.body[name])  # same weights restored
+        assert torch.equal(longer.omega[name], stopped.omega[name])
+        assert torch.equal(longer.importance[name], stopped.importance[name])
 
 
 def test_si_records_the_task_loss_gradient_without_the_penalty(mlp) -> None:
@@ -193,7 +265,11 @@ def test_penalty_stiffness_and_its_rows_by_hand() -> None:
     assert rows[0]["max_importance"] == 30.0 and rows[0]["mean_importance"] == pytest.approx(41 / 3)
     assert rows[0]["max_stiffness"] == pytest.approx(3.0)
     assert rows[1] == {"parameter": "b", "weights": 2, "max_importance": 0.5, "mean_importance": 0.5,
-                       "max_stiffness": pytest.approx(0.05), "unstable": 0}
+                       "min_importance": 0.5, "negative": 0, "max_stiffness": pytest.approx(0.05), "unstable": 0}
+    before = {"a": torch.tensor([1.0, -4.0, -0.5]), "b": torch.tensor([[0.5, 0.5]])}
+    rows = stiffness_rows(importance, strength=0.5, lr=0.1, before_clipping=before)
+    assert (rows[0]["min_importance"], rows[0]["negative"]) == (-4.0, 2)
+    assert rows[0]["max_importance"] == 30.0  # max and stiffness stay those of the kept importance
 
 
 @pytest.mark.parametrize(("omega", "grows"), [(15.0, True), (5.0, False), (9.0, False)])

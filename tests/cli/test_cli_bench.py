@@ -55,7 +55,7 @@ def test_bench_stores_one_row_per_timed_approach(spec_file: Path, tmp_path: Path
     assert result.exit_code == 0, result.output
     [path] = stored(results)
     frame = pd.read_parquet(path)
-    assert list(frame.columns) == BENCH_COLUMNS
+    assert list(frame.columns) == list(BENCH_COLUMNS)
     assert list(frame["method"]) == ["sgd", "hat"] and set(frame["data"]) == {"synthetic"}
     assert (frame["batch_size"] == 32).all() and frame["forward_backward_ms"].gt(0).all()
     info = metadata(path)

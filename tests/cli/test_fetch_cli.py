@@ -158,3 +158,13 @@ def test_fetch_real_mnist_and_fashion_from_the_shared_mirror(app, tmp_path: Path
     assert result.exit_code == 0, result.output
     for name in ("mnist", "fashion-mnist"):
         assert np.load(tmp_path / name / "mnist28" / "test_labels.npy").shape == (10000,)
+
+
+def test_the_cli_reads_a_relative_mirror_and_cache_from_the_folder_it_started_in(
+        app, tiny_mnist_mirror: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tiny_mnist_mirror.parent)
+    monkeypatch.setenv("CLBENCH_MIRROR", tiny_mnist_mirror.name)
+    monkeypatch.setenv("CLBENCH_DATA", "relative-cache")
+    result = CliRunner().invoke(app, ["mnist"])
+    assert result.exit_code == 0, result.output
+    assert (tiny_mnist_mirror.parent / "relative-cache" / "mnist").is_dir()

@@ -57,12 +57,17 @@ def test_bench_writes_parquet_with_exactly_the_columns(tiny_run, tmp_path: Path)
     path = write_bench(tiny_run, tmp_path)
     assert path.parent == tmp_path / "_bench" and path.name.startswith("tiny-") and path.suffix == ".parquet"
     frame = pd.read_parquet(path)
-    assert list(frame.columns) == BENCH_COLUMNS
+    assert list(frame.columns) == list(BENCH_COLUMNS)
     assert list(frame["method"]) == ["sgd", "hat"] and set(frame["data"]) == {"synthetic"}
     assert (frame["device"] == "cpu").all() and (frame["n_batches"] == 2).all()
     assert frame[["forward_ms", "forward_backward_ms", "epoch_seconds", "peak_memory_mb"]].gt(0).all().all()
     assert write_bench(tiny_run, tmp_path) != path  # same second: a new file, never an overwrite
     assert b"clbench" in pq.read_schema(path).metadata
+    from clbench.report.tables import latest_bench
+
+    # the time table reads the bench files with every column they have, and an empty folder with the same ones
+    assert list(latest_bench(tmp_path, "tiny").columns) == list(frame.columns)
+    assert list(latest_bench(tmp_path / "empty", "tiny").columns) == list(frame.columns)
 
 
 def test_measured_epoch_runs_the_whole_first_task() -> None:

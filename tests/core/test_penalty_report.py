@@ -17,13 +17,18 @@ SEED_0 = {(1, "layers.0.weight"): (100, 10.0, 1.0, 0), (1, "layers.1.weight"): (
 SEED_1 = {**SEED_0, (2, "layers.1.weight"): (20, 30.0, 3.0, 2)}
 
 
-def write_stiffness(run_dir: Path, rows: dict[tuple[int, str], tuple[int, float, float, int]]) -> None:
+def write_stiffness(run_dir: Path, rows: dict[tuple[int, str], tuple[int, float, float, int]],
+                    before_clip: dict[tuple[int, str], tuple[float, int]] | None = None) -> None:
+    """A `penalty_stiffness` table; without `before_clip` ((min Omega, negatives) per key) as runs stored it
+    before clbench recorded SI's clipping."""
     benchmark, method, config_hash, seed_folder = run_dir.parts[-4:]
     identity = {"run_id": f"{benchmark}/{method}/{config_hash}/{seed_folder}", "benchmark": benchmark,
                 "method": method, "seed": int(seed_folder.removeprefix("seed-"))}
     frame = pd.DataFrame([{**identity, "stage": stage, "parameter": name, "weights": weights,
                            "max_importance": importance, "mean_importance": importance / 2,
-                           "max_stiffness": stiffness, "unstable": unstable}
+                           "max_stiffness": stiffness, "unstable": unstable,
+                           **({} if before_clip is None else dict(zip(("min_importance", "negative"),
+                                                                      before_clip[(stage, name)])))}
                           for (stage, name), (weights, importance, stiffness, unstable) in rows.items()])
     write_parquet(run_dir / "penalty_stiffness.parquet", frame)
 
@@ -34,13 +39,32 @@ def test_monitoring_shows_the_last_tasks_stiffness_and_names_the_unstable_layers
     result = CliRunner().invoke(app, ["report", "b", "--results", str(tmp_path), "--monitoring"])
     assert result.exit_code == 0, result.output
     # after task 2, layers.1.weight: max Omega (50 + 30) / 2 = 40, stiffness (5 + 3) / 2 = 4, (4 + 2) / 2 / 20 = 15%
+    # runs stored before the clip was recorded: its columns read "–"
     assert ("### si: importance and SGD stiffness of the penalty after task 2, mean over seeds 0-1\n\n"
-            "| parameter       | max Omega | max lr*2*strength*Omega | % weights > 2 |\n"
-            "|-----------------|-----------|-------------------------|---------------|\n"
-            "| layers.0.weight | 12        | 1.2                     | 0.00          |\n"
-            "| layers.1.weight | 40        | 4                       | 15.00         |\n") in result.output
+            "| parameter       | max Omega | max lr*2*strength*Omega | % weights > 2 | min Omega before clip |"
+            " Omega < 0 before clip |\n"
+            "|-----------------|-----------|-------------------------|---------------|-----------------------|"
+            "-----------------------|\n"
+            "| layers.0.weight | 12        | 1.2                     | 0.00          | –                     |"
+            " –                     |\n"
+            "| layers.1.weight | 40        | 4                       | 15.00         | –                     |"
+            " –                     |\n") in result.output
     assert "plain SGD is unstable on layers.1.weight:" in result.output
     assert "layers.0.weight:" not in result.output.split("plain SGD is unstable on")[1].splitlines()[0]
+
+
+def test_monitoring_shows_the_minimum_and_the_negative_entries_of_omega_before_sis_clip(tmp_path: Path) -> None:
+    rows = {(1, "layers.0.weight"): (100, 10.0, 1.0, 0), (2, "layers.0.weight"): (100, 12.0, 1.2, 0)}
+    clips = {0: {(1, "layers.0.weight"): (0.5, 0), (2, "layers.0.weight"): (-145.0, 3)},
+             1: {(1, "layers.0.weight"): (0.5, 0), (2, "layers.0.weight"): (-5.0, 1)}}
+    for seed in (0, 1):
+        write_stiffness(write_run(tmp_path, "si", seed, [[0.9], [0.9, 0.9]]), rows, clips[seed])
+    result = CliRunner().invoke(app, ["report", "b", "--results", str(tmp_path), "--monitoring"])
+    assert result.exit_code == 0, result.output
+    # after task 2, mean over seeds: min Omega (-145 - 5) / 2 = -75, negatives (3 + 1) / 2 = 2
+    line = next(line for line in result.output.splitlines() if line.startswith("| layers.0.weight"))
+    assert [cell.strip() for cell in line.strip("|").split("|")] == ["layers.0.weight", "12", "1.2", "0.00", "-75",
+                                                                     "2"]
 
 
 def test_a_stable_penalty_gets_no_warning_and_mas_has_the_same_section(tmp_path: Path) -> None:

@@ -147,3 +147,24 @@ def test_a_clbench_mirror_without_the_files_skips_instead_of_falling_back(tmp_pa
     with pytest.raises(pytest.skip.Exception, match="CLBENCH_MIRROR") as caught:
         require_mirror("MD5SUMS", environ={"CLBENCH_MIRROR": str(missing)})
     assert str(missing / "MD5SUMS") in str(caught.value)
+
+
+def test_a_relative_mirror_and_data_folder_are_resolved_once_against_the_start_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from realmirror import absolute_environment
+
+    from clbench.cli.common import absolute_location, default_data_dir
+
+    monkeypatch.chdir(tmp_path)
+    environ = {"CLBENCH_MIRROR": "../shared/data", "CLBENCH_DATA": "cache", "OTHER": "x"}
+    absolute_environment(environ)
+    assert environ == {"CLBENCH_MIRROR": str(tmp_path / ".." / "shared" / "data"),
+                       "CLBENCH_DATA": str(tmp_path / "cache"), "OTHER": "x"}
+    urls = {"CLBENCH_MIRROR": "http://127.0.0.1:8000/m"}
+    absolute_environment(urls)
+    assert urls == {"CLBENCH_MIRROR": "http://127.0.0.1:8000/m"}
+    assert absolute_location("mirror") == str(tmp_path / "mirror")
+    assert absolute_location("file:///srv/mirror") == "file:///srv/mirror" and absolute_location(None) is None
+    monkeypatch.setenv("CLBENCH_DATA", "data")
+    assert default_data_dir() == tmp_path / "data"
+
