@@ -291,6 +291,24 @@ def test_run_identity_follows_the_content(tmp_path: Path) -> None:
     assert data_identity(builtin) == stable_hash({"benchmark": "mnist2", "data": to_dict(builtin.data)})
 
 
+def test_reference_hash_follows_the_content_of_an_own_data_set(tmp_path: Path) -> None:
+    from clbench.engine import plan_runs
+
+    path = write_npz(tmp_path / "arrays.npz")
+    spec_file = write_spec(tmp_path, "{my-arrays: {format: npz, path: arrays.npz}}")
+
+    def reference_hashes() -> set[str]:
+        plans = plan_runs(load_benchmark(str(spec_file)), ["sgd", "joint"], [0], tmp_path / "results")
+        return {plan.reference_hash for plan in plans}
+
+    before = reference_hashes()
+    assert len(before) == 1  # a run and its joint share it
+    assert reference_hashes() == before  # the same content, the same hash
+    write_npz(path, x_test=constant_images([70, 80]))  # only the test split changes
+    after = reference_hashes()
+    assert len(after) == 1 and after != before
+
+
 def test_cache_folder_is_keyed_by_the_hash(tmp_path: Path) -> None:
     assert cache_folder(tmp_path, "x", "ab" * 32) == tmp_path / "custom" / f"x-{'ab' * 8}"
 
