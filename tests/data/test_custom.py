@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from clbench.data.custom import CustomDataset, cache_folder, content_hash, load_custom, npz_images, prepare_custom
+from clbench.data.custom import (
+    CustomDataset,
+    cache_folder,
+    channel_statistics,
+    content_hash,
+    load_custom,
+    npz_images,
+    prepare_custom,
+)
 from clbench.errors import ClbenchError, DataNotFoundError, SpecError
 from clbench.spec import load_benchmark
 
@@ -98,6 +106,29 @@ def test_npz_layouts_and_float_images() -> None:
     assert npz_images(floats, "x")[0, :, :, 0].tolist() == [[0, 128], [255, 51]]  # rint(0.5*255)=128
     with pytest.raises(ClbenchError, match=r"x: float images must lie in \[0, 1\]"):
         npz_images(floats * 2, "x")
+
+
+def test_a_constant_channel_gets_std_1() -> None:
+    # channel 0 all 0 (std exactly 0); channel 1 half 100 and half 101 (std 0.5 / 255: small but real, kept)
+    images = np.zeros((3, 2, 28, 28), np.uint8)
+    images[:, 1, :14], images[:, 1, 14:] = 100, 101
+    statistics = channel_statistics(images)
+    assert statistics["mean"] == pytest.approx([0.0, 100.5 / 255])
+    assert statistics["std"][0] == 1.0
+    assert statistics["std"][1] == pytest.approx(0.5 / 255)
+
+
+def test_a_channel_constant_up_to_float_rounding_gets_std_1() -> None:
+    # 3 images of 28x28 all 51 (0.2 each on the [0, 1] scale): numpy's std is 2.8e-17, not 0, from rounding
+    images = np.full((3, 1, 28, 28), 51, np.uint8)
+    assert channel_statistics(images) == {"mean": [pytest.approx(0.2)], "std": [1.0]}
+
+
+def test_a_constant_npz_is_normalised_by_std_1(tmp_path: Path) -> None:
+    dataset = npz_dataset(write_npz(tmp_path / "arrays.npz", x_train=constant_images([51, 51, 51]),
+                                    y_train=np.array([3, 7, 3])))
+    prepared = load_custom(dataset, tmp_path / "cache", "mnist28")
+    assert prepared.mean == pytest.approx((0.2,)) and prepared.std == (1.0,)
 
 
 def test_prepared_once_and_again_after_a_change(tmp_path: Path) -> None:
