@@ -182,6 +182,31 @@ def test_imagefolder_hash_changes_with_an_image(tmp_path: Path) -> None:
     assert content_hash(folder_dataset(root)) != before
 
 
+
+def test_imagefolder_hash_covers_both_splits_by_hand(tmp_path: Path) -> None:
+    root = write_image_folder(tmp_path / "shapes")
+    relative = ["test/a_circle/0.png", "test/b_square/0.png", "train/a_circle/0.png", "train/a_circle/1.png",
+                "train/a_circle/2.png", "train/b_square/0.png", "train/b_square/1.png"]  # sorted
+    expected = hashlib.sha256(b"clbench-custom-1:imagefolder\n")
+    for name in relative:
+        expected.update(f"{name}\0{hashlib.sha256((root / name).read_bytes()).hexdigest()}\n".encode())
+    assert content_hash(folder_dataset(root)) == expected.hexdigest()
+    Image.new("RGB", (8, 8), (0, 0, 1)).save(root / "test" / "b_square" / "0.png")  # a test image edited
+    assert content_hash(folder_dataset(root)) != expected.hexdigest()
+
+
+def test_hidden_files_are_ignored(tmp_path: Path) -> None:
+    root = write_image_folder(tmp_path / "shapes")
+    before = content_hash(folder_dataset(root))
+    # what macOS leaves beside copied files: AppleDouble `._<name>` files (not images) and .DS_Store
+    for folder in (root / "train" / "a_circle", root / "test" / "b_square"):
+        (folder / "._0.png").write_bytes(b"\x00\x05\x16\x07 AppleDouble, not a png")
+    (root / "train" / ".DS_Store").write_bytes(b"Bud1")
+    assert content_hash(folder_dataset(root)) == before
+    manifest = manifest_of(prepare_custom(folder_dataset(root), tmp_path / "cache"))
+    assert manifest["class_counts"] == {"train": [3, 2], "test": [1, 1]}
+
+
 # ---------------------------------------------------------------- bad input
 
 
