@@ -43,6 +43,9 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
 NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
 SPLITS = ("train", "test")
 FORM_SIZES = {"image32": ("RGB", 32), "mnist28": ("L", 28)}  # form -> (Pillow mode, side)
+# A channel whose std is at most this is constant: float rounding leaves ~1e-17 on a constant channel, while a
+# channel that is not constant has std >= (1/255) / sqrt(N) on the [0, 1] scale, above 1e-9 for N < 1.5e13 pixels.
+CONSTANT_STD = 1e-9
 
 Split = tuple[list[Path] | np.ndarray, np.ndarray]  # image files or (N, H, W, C) uint8 arrays, labels (N,) int64
 
@@ -179,13 +182,14 @@ def _manifest(dataset: CustomDataset, digest: str, class_names: tuple[str, ...],
 
 
 def channel_statistics(images: np.ndarray) -> dict[str, list[float]]:
-    """Per-channel mean and population std of uint8 (N, C, H, W) images on the [0, 1] scale (std 0 -> 1)."""
+    """Per-channel mean and population std of uint8 (N, C, H, W) images on the [0, 1] scale; a constant channel
+    (std <= `CONSTANT_STD`, float rounding included) gets std 1, so normalising it only subtracts its mean."""
     mean, std = [], []
     for channel in range(images.shape[1]):
         values = images[:, channel].astype(np.float64) / 255.0  # (N, H, W)
         mean.append(float(values.mean()))
         deviation = float(values.std())
-        std.append(deviation if deviation > 0 else 1.0)
+        std.append(deviation if deviation > CONSTANT_STD else 1.0)
     return {"mean": mean, "std": std}
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 import torch
 from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
+from torch.func import functional_call
 
 from clbench.approaches import resolve
 from clbench.pruning import claim_free_weights, evaluation_mask, prune_free_weights
@@ -25,6 +26,14 @@ def test_prune_free_weights_by_hand() -> None:
     assert pruned.tolist() == [[True, False, False], [True, False, False]]
     assert claim_free_weights(new_owner, 3).tolist() == [[3, 2, 1], [3, 2, 1]]
     assert evaluation_mask(new_owner, 1).tolist() == [[True, False, True], [True, False, True]]
+
+
+def test_an_odd_count_of_free_weights_prunes_the_rounded_half() -> None:
+    # 3 free weights at 0.5: 1.5 rounds to 2 pruned (the two smallest, -0.1 and 0.2), 1 kept (0.3)
+    weight = torch.tensor([[0.3, -0.1, 0.2]])
+    new_owner, pruned = prune_free_weights(weight, torch.zeros(1, 3, dtype=torch.int16), 0.5, task=1)
+    assert pruned.tolist() == [[False, True, True]]
+    assert new_owner.tolist() == [[1, 0, 0]]
 
 
 def learn(network: str, prune_fraction: float = 0.5, retrain_epochs: int = 2):
@@ -58,6 +67,22 @@ def test_earlier_tasks_outputs_are_bit_identical_after_later_tasks(learned) -> N
     with torch.no_grad():
         unmasked = approach.network(tasks[0].test.batch(slice(0, 40)).inputs, 0)
     assert not torch.equal(unmasked, final_outputs[0])
+
+
+def test_each_task_is_predicted_with_the_weights_of_tasks_up_to_its_own(learned) -> None:
+    approach, tasks, history = learned
+    approach.network.eval()
+    with torch.no_grad():
+        for stage, (_, weights, outputs) in enumerate(history):
+            inputs = tasks[stage].test.batch(slice(0, 40)).inputs
+            # no weight belongs to a later task yet and the free ones are zero: the full network's output
+            full = functional_call(approach.network, weights, (inputs, stage))
+            assert torch.equal(outputs[stage], full), stage
+        # after the last task, task 1 sees only the weights task 1 owns (every other one zeroed by hand)
+        owners, weights, outputs = history[-1]
+        own = {name: weight * (owners[name] == 1) if name in owners else weight for name, weight in weights.items()}
+        inputs = tasks[0].test.batch(slice(0, 40)).inputs
+        torch.testing.assert_close(outputs[0], functional_call(approach.network, own, (inputs, 0)))
 
 
 def test_each_task_keeps_the_requested_fraction_of_the_free_weights_per_layer(learned) -> None:
@@ -124,6 +149,19 @@ def test_retraining_runs_after_every_task_but_the_last() -> None:
     # 2 epochs of training, then 3 of retraining (the lr cannot fall below lr_min that fast); the last: none
     assert [log.epochs for log in logs] == [QUICK.max_epochs + 3, QUICK.max_epochs + 3, QUICK.max_epochs]
     assert approach.retraining is None and approach.training_protocol == spec.training
+
+
+def test_zero_retrain_epochs_skip_retraining_and_keep_the_trainings_log() -> None:
+    spec = tiny_spec("mlp", training=QUICK)
+    tasks = tiny_tasks(spec)
+    approach = make_approach("packnet", spec, tasks, retrain_epochs=0)
+    epochs = []
+    log = approach.learn_task(0, tasks, progress=epochs.append)
+    # the training's 2 epochs at lr 0.05 (patience 2 cannot lower it in 2 epochs), never the retraining's lr 0.005
+    assert [epoch.epoch for epoch in epochs] == [1, 2] and [epoch.lr for epoch in epochs] == [0.05, 0.05]
+    assert (log.epochs, log.final_lr) == (2, 0.05)
+    best = min(epoch.valid_loss for epoch in epochs)
+    assert log.best_valid_loss == best and log.best_epoch == 1 + [epoch.valid_loss for epoch in epochs].index(best)
 
 
 def test_spec_values() -> None:

@@ -92,6 +92,17 @@ def test_mas_importance_is_the_mean_absolute_per_sample_gradient_of_the_squared_
     assert all(float(value.sum()) > 0 for value in importance.values())
 
 
+def mean_absolute_output_gradient(network, body, data, head: int) -> dict[str, torch.Tensor]:
+    """MAS's importance the direct way: one sample at a time, |d ||f(x)||^2 / d theta| through `head`, averaged."""
+    network.eval()
+    total = {name: torch.zeros_like(p) for name, p in body.items()}
+    for i in range(len(data)):
+        output = network(data.batch(slice(i, i + 1)).inputs, head)  # (1, C)
+        for name, gradient in zip(body, torch.autograd.grad(output.pow(2).sum(), list(body.values()))):
+            total[name] += gradient.abs()
+    return {name: value / len(data) for name, value in total.items()}
+
+
 # ---------------------------------------------------------------------------------------------- approaches
 # SI's xi per shipped benchmark and its source in Zenke et al.'s code (ganguli-lab/pathint, read with `fetch`):
 # fig_permuted_mnist/Permuted MNIST.ipynb sets xi = 0.1; fig_split_mnist/Figure split MNIST.ipynb and
@@ -221,6 +232,35 @@ def test_si_omega_is_the_sum_over_steps_of_minus_gradient_times_change(mlp) -> N
     assert float(sum(value.sum() for value in approach.omega.values())) > 0  # the loss went down
 
 
+def test_mas_end_task_measures_the_tasks_own_head_on_its_own_data(mlp) -> None:
+    spec, tasks = mlp
+    approach = make_approach("mas", spec, tasks)
+    approach.end_task(1, tasks)  # the second task's importance, before any other: Omega is that task's alone
+    expected = mean_absolute_output_gradient(approach.network, approach.body, tasks[1].train, head=1)
+    head_0 = mean_absolute_output_gradient(approach.network, approach.body, tasks[1].train, head=0)
+    for name in expected:
+        torch.testing.assert_close(approach.importance[name], expected[name], rtol=1e-4, atol=1e-6)
+        assert torch.equal(approach.anchor[name], approach.body[name].detach())
+    assert not torch.allclose(head_0["layers.0.weight"], expected["layers.0.weight"], rtol=1e-2)  # heads differ
+
+
+def test_si_begin_task_starts_a_new_path_integral_at_the_current_weights(mlp) -> None:
+    spec, tasks = mlp
+    approach = make_approach("si", spec, tasks)
+    initial = {name: p.detach().clone() for name, p in approach.body.items()}
+    approach.learn_task(0, tasks)
+    omega_1 = {name: value.clone() for name, value in approach.importance.items()}
+    assert any(float(value.abs().sum()) > 0 for value in approach.omega.values())  # task 1's path integral
+    assert not torch.equal(approach.body["layers.0.weight"], initial["layers.0.weight"])
+    approach.begin_task(1, tasks)
+    for name, p in approach.body.items():
+        assert torch.equal(approach.omega[name], torch.zeros_like(p))
+        assert torch.equal(approach.start[name], p.detach())
+    # no step: omega 0 and theta_end = theta_start, so task 2 adds 0 / (0 + xi) = 0 to Omega
+    approach.end_task(1, tasks)
+    assert all(torch.equal(approach.importance[name], omega_1[name]) for name in omega_1)
+
+
 @pytest.mark.parametrize("method", ["si", "mas"])
 def test_state_round_trips_and_the_penalty_is_in_the_loss(mlp, method: str) -> None:
     spec, tasks = mlp
@@ -270,6 +310,14 @@ def test_penalty_stiffness_and_its_rows_by_hand() -> None:
     rows = stiffness_rows(importance, strength=0.5, lr=0.1, before_clipping=before)
     assert (rows[0]["min_importance"], rows[0]["negative"]) == (-4.0, 2)
     assert rows[0]["max_importance"] == 30.0  # max and stiffness stay those of the kept importance
+
+
+def test_a_stiffness_of_exactly_two_is_not_unstable() -> None:
+    # lr 0.5, strength 1 (powers of two, exact): 2 * 0.5 * 1 * Omega = Omega; on the penalty alone theta - theta*
+    # is multiplied by 1 - 2 = -1 per step: it oscillates without growing, so 2 itself is not "beyond 2"
+    importance = {"w": torch.tensor([1.5, 2.0, 2.5, 4.0])}
+    (row,) = stiffness_rows(importance, strength=1.0, lr=0.5)
+    assert row["max_stiffness"] == 4.0 and row["unstable"] == 2  # 2.5 and 4.0
 
 
 @pytest.mark.parametrize(("omega", "grows"), [(15.0, True), (5.0, False), (9.0, False)])

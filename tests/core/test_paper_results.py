@@ -154,6 +154,14 @@ def test_setting_differences_from_config_and_overrides() -> None:
         "settings unknown (no run.json with the resolved config)", "--set training.max_epochs=200"]
 
 
+def test_lists_of_different_lengths_are_different_settings() -> None:
+    expected = {"network.hidden": [800, 800, 800]}
+    for hidden in ([800, 800], [800, 800, 800, 800]):  # a common prefix is not the same network
+        assert setting_differences({"network": {"hidden": hidden}}, [], "hat", expected) == [
+            f"network.hidden=[{','.join(['800'] * len(hidden))}] (paper: [800,800,800])"]
+    assert setting_differences({"network": {"hidden": (800, 800, 800)}}, [], "hat", expected) == []
+
+
 def test_expected_settings_per_variant_and_method() -> None:
     paper = load_paper_results()
     small, large = (paper.expected_settings("pmnist", variant, "hat") for variant in ("small", "large"))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from test_report import write_run
 from typer.testing import CliRunner
 
@@ -76,6 +78,22 @@ def test_a_stable_penalty_gets_no_warning_and_mas_has_the_same_section(tmp_path:
     assert "| layers.0.weight | 19        | 1.9" in result.output and "unstable" not in result.output
 
 
+def test_an_si_run_and_a_mas_run_give_one_section_each(tmp_path: Path) -> None:
+    from clbench.penalty_report import PenaltyReporter
+    from clbench.report import load_results
+
+    write_stiffness(write_run(tmp_path, "si", 0, [[0.9], [0.9, 0.9]]), SEED_0)
+    write_stiffness(write_run(tmp_path, "mas", 1, [[0.9], [0.9, 0.9]]), SEED_1)
+    results = load_results(tmp_path, "b")
+    # after task 2: si (SEED_0) layers.1.weight max Omega 50, stiffness 5; mas (SEED_1) 30 and 3
+    for method, seed, omega, stiffness in (("si", 0, "50", "5"), ("mas", 1, "30", "3")):
+        [table] = PenaltyReporter(method).tables(results)
+        assert table.title == (f"{method}: importance and SGD stiffness of the penalty after task 2, mean over seeds "
+                               f"{seed}")
+        assert [row[:3] for row in table.rows] == [["layers.0.weight", "12", "1.2"],
+                                                   ["layers.1.weight", omega, stiffness]]
+
+
 def test_a_trained_si_run_is_reported_by_its_reporter(tmp_path: Path) -> None:
     from test_engine import run
 
@@ -107,6 +125,38 @@ def test_the_main_table_warns_under_it_when_a_penalty_was_unstable(tmp_path: Pat
             "layers.1.weight (seeds 0-1)") in output
     assert "`clbench report b --monitoring`" in output and "--grid si.c=..." in output
     assert "mas:" not in output  # a stable penalty gets no warning
+
+
+PENALTY_METHODS = ["mas", "si"]  # the approaches whose reporter is PenaltyReporter
+
+
+def test_penalty_methods_are_those_of_the_reporter() -> None:
+    from clbench.penalty_report import STRENGTH
+    from clbench.report import BUILTIN_REPORTERS
+
+    assert sorted(method for method, reporter in BUILTIN_REPORTERS.items()
+                  if reporter == "clbench.penalty_report:PenaltyReporter") == PENALTY_METHODS
+    assert sorted(STRENGTH) == PENALTY_METHODS
+
+
+@pytest.mark.parametrize("method", PENALTY_METHODS)
+def test_every_strength_hint_names_a_real_hyperparameter_field(tmp_path: Path, method: str) -> None:
+    from dataclasses import fields
+
+    from synthetic import make_approach, tiny_spec, tiny_tasks
+
+    from clbench.approaches import REGISTRY
+    from clbench.penalty_report import PenaltyReporter
+    from clbench.report import load_results
+
+    write_stiffness(write_run(tmp_path, method, 0, [[0.9], [0.9, 0.9]]), SEED_0)  # unstable after task 2
+    [note] = PenaltyReporter(method).table_notes(load_results(tmp_path, "b"))
+    [(grid_method, key)] = re.findall(r"--grid ([\w-]+)\.(\w+)=\.\.\.", note)
+    assert grid_method == method
+    assert key in {field.name for field in fields(REGISTRY[method].hyperparameters_class)}
+    # and it is the strength the penalty uses: the hinted field set to 0.125 is what `strength()` returns
+    spec = tiny_spec("mlp")
+    assert make_approach(method, spec, tiny_tasks(spec), **{key: 0.125}).strength() == 0.125
 
 
 def test_a_reporter_that_cannot_be_imported_does_not_break_the_main_table(tmp_path: Path) -> None:

@@ -158,3 +158,33 @@ def test_pmnist_variants_share_the_data_but_not_the_reference(tmp_path: Path) ->
                     for v in ("small", "large"))
     assert small.data_hash == large.data_hash
     assert small.reference_hash != large.reference_hash
+
+
+def test_an_incomplete_joint_is_no_reference(tmp_path: Path) -> None:
+    write_run(tmp_path, "random", 0, RANDOM[0], config_hash="r0", overrides=[])
+    write_run(tmp_path, "sgd", 0, SGD_QUICK[0], config_hash="sq", reference_hash="quick", overrides=QUICK)
+    # stage 2 lacks task 2: the joint's matrix is [[0.6, nan], [0.6, nan]]
+    write_run(tmp_path, "joint", 0, [[0.6], [0.6]], config_hash="jq", reference_hash="quick", overrides=QUICK)
+    values, notes = curves(tmp_path)
+    assert values == {}
+    [note] = notes
+    assert note.startswith("left out b/sgd/sq/seed-0: no joint reference for seed 0")
+    # beside a complete joint with the same key, the incomplete one is not a second candidate
+    write_run(tmp_path, "joint", 0, JOINT_QUICK[0], config_hash="jq2", reference_hash="quick", overrides=QUICK)
+    values, notes = curves(tmp_path)
+    assert notes == [] and values == {"b/sgd/sq/seed-0": [0.0, -0.25]}  # as the quick seed-0 case above
+
+
+def test_a_random_reference_with_fewer_stages_than_the_run_is_refused(tmp_path: Path) -> None:
+    write_run(tmp_path, "random", 0, [[0.2]], config_hash="r0", overrides=[])  # complete, but one stage
+    write_run(tmp_path, "joint", 0, JOINT_QUICK[0], config_hash="jq", reference_hash="quick", overrides=QUICK)
+    write_run(tmp_path, "sgd", 0, SGD_QUICK[0], config_hash="sq", reference_hash="quick", overrides=QUICK)
+    values, notes = curves(tmp_path)
+    assert values == {}
+    assert notes == ["left out b/sgd/sq/seed-0: its references have fewer stages than the run"]
+    # a joint with fewer stages: the same refusal
+    write_run(tmp_path, "random", 0, RANDOM[0], config_hash="r0", overrides=[])
+    write_run(tmp_path, "joint", 0, [[0.6]], config_hash="jq", reference_hash="quick", overrides=QUICK)
+    values, notes = curves(tmp_path)
+    assert values == {}
+    assert notes == ["left out b/sgd/sq/seed-0: its references have fewer stages than the run"]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 from test_report import write_run, write_run_json
 from test_report_golden import GOLDEN, golden_results, portable
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report import BUILTIN_REPORTERS, MonitoringReporter, Results, Table
+from clbench.report import BUILTIN_REPORTERS, MonitoringReporter, Results, Table, load_results
+from clbench.results import write_parquet
 
 FAKE_REPORTER = "test_report_monitoring:FakeReporter"
 
@@ -87,3 +89,35 @@ def test_a_trained_run_records_its_reporter_and_report_uses_it(tmp_path: Path) -
     code, output = invoke(outcome.plan.spec.name, "--results", str(tmp_path), "--monitoring")
     assert code == 0, output
     assert output.startswith("### hat: % of weights used by a^{<=t}, all tasks so far (seed 0)")
+
+
+# A monitoring table as an approach stores it after each task: one row per stage, value = 10 * stage.
+TOY_COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("value", "int64"))
+TWO_STAGES, THREE_STAGES = [[0.9], [0.8, 0.9]], [[0.9], [0.8, 0.9], [0.7, 0.8, 0.9]]
+
+
+def write_toy_table(run_dir: Path, stages: list[int]) -> None:
+    benchmark, method, config_hash, seed_folder = run_dir.parts[-4:]
+    run_id, seed = f"{benchmark}/{method}/{config_hash}/{seed_folder}", int(seed_folder.removeprefix("seed-"))
+    write_parquet(run_dir / "toy.parquet", pd.DataFrame([{"run_id": run_id, "seed": seed, "stage": stage,
+                                                          "value": 10 * stage} for stage in stages]))
+
+
+def test_the_last_stage_is_each_runs_own(tmp_path: Path) -> None:
+    # config c3 has 3 tasks (two seeds), config c2 of the same method 2 tasks (e.g. --set data.n_tasks=2)
+    for seed in (0, 1):
+        write_toy_table(write_run(tmp_path, "si", seed, THREE_STAGES, config_hash="c3"), [1, 2, 3])
+    write_toy_table(write_run(tmp_path, "si", 0, TWO_STAGES, config_hash="c2"), [1, 2])
+    rows = MonitoringReporter("si").last_stage_rows(load_results(tmp_path, "b"), "toy", TOY_COLUMNS)
+    assert sorted(zip(rows["run_id"], rows["stage"], rows["value"])) == [
+        ("b/si/c2/seed-0", 2, 20), ("b/si/c3/seed-0", 3, 30), ("b/si/c3/seed-1", 3, 30)]
+    assert rows["label"].notna().all() and rows["label"].nunique() == 2  # one label per config
+
+
+def test_a_reporter_reads_only_its_own_methods_rows(tmp_path: Path) -> None:
+    for method in ("si", "mas"):
+        write_toy_table(write_run(tmp_path, method, 0, TWO_STAGES), [1, 2])
+    results = load_results(tmp_path, "b")
+    for method in ("si", "mas"):
+        rows = MonitoringReporter(method).last_stage_rows(results, "toy", TOY_COLUMNS)
+        assert rows["run_id"].tolist() == [f"b/{method}/c0/seed-0"] and rows["label"].tolist() == [method]

@@ -185,3 +185,20 @@ def test_wrong_data_form_lists_the_forms() -> None:
         load_benchmark("mnist2", ["data.form=mnist32"])
     with pytest.raises(SpecError, match=r"`data.form` mnist28 is only for mnist, fashion-mnist and a spec.s own"):
         load_benchmark("cifar-incremental", ["data.form=mnist28"])
+
+
+@pytest.mark.parametrize("classes", ["[5, 5]", "[]"])
+def test_classes_per_task_needs_exactly_one_value_per_data_set(tmp_path: Path, classes: str) -> None:
+    path = write(tmp_path, MINIMAL.replace("classes_per_task: [5]", f"classes_per_task: {classes}"))
+    with pytest.raises(SpecError, match=r"bench.yaml: `data.classes_per_task` needs one value per data set"):
+        load_benchmark(str(path))
+
+
+@pytest.mark.parametrize("name", ["my data!", "x/../../outside", "ok-name/", "-leading"])
+def test_an_own_data_set_name_is_checked_whole(tmp_path: Path, name: str) -> None:
+    # the name becomes part of a cache folder (`custom/<name>-<hash>`): every character counts, not a prefix
+    path = write(tmp_path, f"{MINIMAL}datasets:\n  '{name}': {{format: npz, path: a.npz}}\n")
+    with pytest.raises(SpecError, match="a data set name uses letters, digits"):
+        load_benchmark(str(path))
+    assert load_benchmark(str(write(tmp_path, f"{MINIMAL}datasets:\n  my.data_2-b: {{format: npz, path: a.npz}}\n"))
+                          ).datasets.keys() == {"my.data_2-b"}

@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from clbench.data.custom import CustomDataset, cache_folder, content_hash, load_custom, npz_images, prepare_custom
+from clbench.data.custom import (
+    CustomDataset,
+    cache_folder,
+    channel_statistics,
+    content_hash,
+    load_custom,
+    npz_images,
+    prepare_custom,
+)
 from clbench.errors import ClbenchError, DataNotFoundError, SpecError
 from clbench.spec import load_benchmark
 
@@ -100,6 +108,29 @@ def test_npz_layouts_and_float_images() -> None:
         npz_images(floats * 2, "x")
 
 
+def test_a_constant_channel_gets_std_1() -> None:
+    # channel 0 all 0 (std exactly 0); channel 1 half 100 and half 101 (std 0.5 / 255: small but real, kept)
+    images = np.zeros((3, 2, 28, 28), np.uint8)
+    images[:, 1, :14], images[:, 1, 14:] = 100, 101
+    statistics = channel_statistics(images)
+    assert statistics["mean"] == pytest.approx([0.0, 100.5 / 255])
+    assert statistics["std"][0] == 1.0
+    assert statistics["std"][1] == pytest.approx(0.5 / 255)
+
+
+def test_a_channel_constant_up_to_float_rounding_gets_std_1() -> None:
+    # 3 images of 28x28 all 51 (0.2 each on the [0, 1] scale): numpy's std is 2.8e-17, not 0, from rounding
+    images = np.full((3, 1, 28, 28), 51, np.uint8)
+    assert channel_statistics(images) == {"mean": [pytest.approx(0.2)], "std": [1.0]}
+
+
+def test_a_constant_npz_is_normalised_by_std_1(tmp_path: Path) -> None:
+    dataset = npz_dataset(write_npz(tmp_path / "arrays.npz", x_train=constant_images([51, 51, 51]),
+                                    y_train=np.array([3, 7, 3])))
+    prepared = load_custom(dataset, tmp_path / "cache", "mnist28")
+    assert prepared.mean == pytest.approx((0.2,)) and prepared.std == (1.0,)
+
+
 def test_prepared_once_and_again_after_a_change(tmp_path: Path) -> None:
     path = write_npz(tmp_path / "arrays.npz")
     dataset = npz_dataset(path)
@@ -149,6 +180,31 @@ def test_imagefolder_hash_changes_with_an_image(tmp_path: Path) -> None:
     before = content_hash(folder_dataset(root))
     Image.new("RGB", (8, 8), (0, 0, 1)).save(root / "train" / "a_circle" / "0.png")
     assert content_hash(folder_dataset(root)) != before
+
+
+
+def test_imagefolder_hash_covers_both_splits_by_hand(tmp_path: Path) -> None:
+    root = write_image_folder(tmp_path / "shapes")
+    relative = ["test/a_circle/0.png", "test/b_square/0.png", "train/a_circle/0.png", "train/a_circle/1.png",
+                "train/a_circle/2.png", "train/b_square/0.png", "train/b_square/1.png"]  # sorted
+    expected = hashlib.sha256(b"clbench-custom-1:imagefolder\n")
+    for name in relative:
+        expected.update(f"{name}\0{hashlib.sha256((root / name).read_bytes()).hexdigest()}\n".encode())
+    assert content_hash(folder_dataset(root)) == expected.hexdigest()
+    Image.new("RGB", (8, 8), (0, 0, 1)).save(root / "test" / "b_square" / "0.png")  # a test image edited
+    assert content_hash(folder_dataset(root)) != expected.hexdigest()
+
+
+def test_hidden_files_are_ignored(tmp_path: Path) -> None:
+    root = write_image_folder(tmp_path / "shapes")
+    before = content_hash(folder_dataset(root))
+    # what macOS leaves beside copied files: AppleDouble `._<name>` files (not images) and .DS_Store
+    for folder in (root / "train" / "a_circle", root / "test" / "b_square"):
+        (folder / "._0.png").write_bytes(b"\x00\x05\x16\x07 AppleDouble, not a png")
+    (root / "train" / ".DS_Store").write_bytes(b"Bud1")
+    assert content_hash(folder_dataset(root)) == before
+    manifest = manifest_of(prepare_custom(folder_dataset(root), tmp_path / "cache"))
+    assert manifest["class_counts"] == {"train": [3, 2], "test": [1, 1]}
 
 
 # ---------------------------------------------------------------- bad input
@@ -289,6 +345,24 @@ def test_run_identity_follows_the_content(tmp_path: Path) -> None:
     assert after.config["datasets"]["my-arrays"] == {"format": "npz", "content_hash": content_hash(npz_dataset(path))}
     builtin = load_benchmark("mnist2")  # unchanged for built-in benchmarks
     assert data_identity(builtin) == stable_hash({"benchmark": "mnist2", "data": to_dict(builtin.data)})
+
+
+def test_reference_hash_follows_the_content_of_an_own_data_set(tmp_path: Path) -> None:
+    from clbench.engine import plan_runs
+
+    path = write_npz(tmp_path / "arrays.npz")
+    spec_file = write_spec(tmp_path, "{my-arrays: {format: npz, path: arrays.npz}}")
+
+    def reference_hashes() -> set[str]:
+        plans = plan_runs(load_benchmark(str(spec_file)), ["sgd", "joint"], [0], tmp_path / "results")
+        return {plan.reference_hash for plan in plans}
+
+    before = reference_hashes()
+    assert len(before) == 1  # a run and its joint share it
+    assert reference_hashes() == before  # the same content, the same hash
+    write_npz(path, x_test=constant_images([70, 80]))  # only the test split changes
+    after = reference_hashes()
+    assert len(after) == 1 and after != before
 
 
 def test_cache_folder_is_keyed_by_the_hash(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from test_custom import constant_images, write_image_folder, write_npz
@@ -76,6 +77,19 @@ def test_changed_data_is_a_new_run(spec_file: Path, tmp_path: Path) -> None:
     assert len(runs) == 2 and len({run["data_hash"] for run in runs}) == 2
     assert len(prepared(tmp_path / "data", "my-arrays")) == 2
 
+
+
+def test_fetch_force_converts_a_spec_own_data_set_again(spec_file: Path, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    fetch = ["fetch", str(spec_file), "--data-dir", str(data_dir)]
+    assert runner.invoke(app, fetch).exit_code == 0
+    (manifest,) = prepared(data_dir, "my-arrays")
+    stored = manifest.parent / "mnist28" / "test_images.npy"
+    np.save(stored, np.zeros((2, 1, 28, 28), np.uint8))  # damaged in place: same shape and size, so still valid
+    assert runner.invoke(app, fetch).exit_code == 0
+    assert np.load(stored).max() == 0  # without --force the cache is taken as it is
+    assert runner.invoke(app, [*fetch, "--force"]).exit_code == 0
+    assert np.load(stored)[:, 0, 0, 0].tolist() == [50, 60]  # the npz's x_test converted again
 
 def test_fetch_bad_image_exits_2_naming_the_file(spec_file: Path, tmp_path: Path) -> None:
     broken = spec_file.parent / "my-shapes" / "test" / "a_circle" / "broken.jpg"

@@ -197,6 +197,50 @@ def test_a_resolved_plugin_unpickles_in_a_process_that_never_loaded_it() -> None
     assert REGISTRY["my-plugin"] is restored.cls and ORIGINS["my-plugin"]["kind"] == "file"
 
 
+
+def plugin_modules(stem: str) -> list[str]:
+    """The modules a plugin file `<stem>.py` left in sys.modules."""
+    return [module for module in sys.modules if module.startswith(f"clbench_plugin_file_{stem}_")]
+
+
+def test_a_plugin_file_edited_and_loaded_again_gives_the_new_class(tmp_path: Path) -> None:
+    from clbench.approaches.plugins import load_method
+
+    path = tmp_path / "edited_plugin.py"
+    source = "import clbench.api as cl\n\n\nclass Edited(cl.Approach):\n    name = 'edited'\n    summary = '{}'\n"
+    try:
+        path.write_text(source.format("first version"))
+        assert load_method(f"{path}:Edited") == "edited" and REGISTRY["edited"].summary == "first version"
+        del REGISTRY["edited"], ORIGINS["edited"]
+        path.write_text(source.format("second version"))
+        assert load_method(f"{path}:Edited") == "edited"
+        assert REGISTRY["edited"].summary == "second version"
+        assert ORIGINS["edited"]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert len(plugin_modules("edited_plugin")) == 2  # one module per content
+    finally:
+        for module in plugin_modules("edited_plugin"):
+            del sys.modules[module]
+
+
+@pytest.mark.parametrize(("body", "error"), [
+    ("class Broken(cl.Approach):\n    name = 'broken'\n\n\nraise RuntimeError('boom')\n",
+     "importing {path} failed (RuntimeError: boom)"),
+    ("@cl.register\nclass Broken(cl.Approach):\n    name = 'sgd'\n", "approach name 'sgd' is taken twice"),
+], ids=["exception", "spec-error"])
+def test_a_plugin_whose_import_raises_raises_again_and_leaves_no_module(tmp_path: Path, body: str,
+                                                                          error: str) -> None:
+    from clbench.approaches.plugins import load_method
+    from clbench.errors import SpecError
+
+    path = tmp_path / "broken_plugin.py"
+    path.write_text(f"import clbench.api as cl\n\n\n{body}")
+    for _ in range(2):  # the second load imports the file again: it fails the same way, not half-imported
+        with pytest.raises(SpecError) as raised:
+            load_method(f"{path}:Broken")
+        assert error.format(path=path) in str(raised.value)
+        assert plugin_modules("broken_plugin") == []
+    assert "broken" not in REGISTRY
+
 @pytest.mark.slow  # ~25 s on 2 cores: two spawned workers import torch and re-import the plugins
 def test_plugins_run_in_spawned_worker_processes(installed_l2transfer: Path, tmp_path: Path, mnist_data_dir: Path,
                                                  mnist_mirror: Path) -> None:
