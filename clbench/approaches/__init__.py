@@ -49,7 +49,9 @@ class ResolvedApproach:
         return self.cls.name
 
     def config(self) -> dict[str, Any]:
-        return {"hyperparameters": to_dict(self.hyperparameters), "training": to_dict(self.training)}
+        """Hyper-parameters and protocol; the approach's `revision` too once its algorithm has changed."""
+        revision = {"revision": self.cls.revision} if self.cls.revision else {}
+        return {"hyperparameters": to_dict(self.hyperparameters), "training": to_dict(self.training), **revision}
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle by name plus how to import a plugin again, so a spawned worker can rebuild it."""

@@ -179,6 +179,10 @@ class Approach:
     summary: ClassVar[str] = ""
     hyperparameters_class: ClassVar[type[Hyperparameters]] = Hyperparameters
     is_reference: ClassVar[bool] = False  # joint and random: the forgetting ratio's references
+    # Raised when the algorithm changes, so that runs of the old code get another config hash and are never
+    # skipped as finished or averaged with the new ones; 0 (the default) leaves the config, and the hashes of
+    # stored results, as they were.
+    revision: ClassVar[int] = 0
     # "module:Class" of a torch-free clbench.report.monitoring.MonitoringReporter (`clbench report --monitoring`)
     monitoring_reporter: ClassVar[str | None] = None
 

@@ -57,6 +57,7 @@ class SI(ImportancePenalty):
     summary = "synaptic intelligence (Zenke et al. 2017)"
     hyperparameters_class = SIHyperparameters
     hparams: SIHyperparameters
+    revision = 1  # 1: Omega clipped at zero, omega kept with the best epoch (runs before have other numbers)
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)

@@ -93,6 +93,20 @@ def test_config_hash_separates_hyperparameters(tmp_path: Path) -> None:
     assert len({p.data_hash for p in plans}) == 1
 
 
+def test_an_approach_revision_changes_its_config_hash_and_revision_0_leaves_the_config_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clbench.approaches import REGISTRY
+
+    spec = tiny_spec("mlp")
+    [sgd] = plan_runs(spec, ["sgd"], [0], tmp_path)
+    assert "revision" not in sgd.config  # revision 0: the config (and stored results' hashes) as before
+    [si] = plan_runs(spec, ["si"], [0], tmp_path)
+    assert si.config["revision"] == 1  # SI's algorithm changed (clip at zero, omega at the best epoch)
+    monkeypatch.setattr(REGISTRY["si"], "revision", 0)
+    [older] = plan_runs(spec, ["si"], [0], tmp_path)
+    assert older.config_hash != si.config_hash and "revision" not in older.config
+
+
 def test_loader_refuses_unknown_schema(tmp_path: Path) -> None:
     outcome = run(tmp_path)
     path = outcome.plan.run_dir / "accuracy.parquet"
