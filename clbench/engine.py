@@ -41,6 +41,7 @@ from clbench.results import (
     SCHEMA_VERSION,
     accuracy_frame,
     atomic_write_bytes,
+    inside,
     is_complete,
     machine_provenance,
     read_run_file,
@@ -410,11 +411,19 @@ def _store_monitoring(plan: RunPlan, approach: Approach, tasks: TaskSequence, st
         frame.insert(0, "stage", stage + 1)
         for column in ("seed", "method", "benchmark", "run_id"):
             frame.insert(0, column, header[column])
-        path = plan.run_dir / f"{name}.parquet"
+        path = monitoring_path(plan.run_dir, name)
         if path.is_file() and stage > 0:
             previous = pd.read_parquet(path)
             frame = pd.concat([previous[previous["stage"] < stage + 1], frame], ignore_index=True)
         write_parquet(path, frame, {"run_id": plan.run_id, "table": name})
+
+
+def monitoring_path(run_dir: Path, table: str) -> Path:
+    """`<run_dir>/<table>.parquet`; a table name that breaks the name rule (e.g. `../x`) is an error."""
+    from clbench.spec import check_name
+
+    check_name(table, "a monitoring table name (the keys `Approach.monitoring` returns)")
+    return inside(run_dir, Path(run_dir) / f"{table}.parquet")
 
 
 def checkpoint_path(run_dir: Path, stage: int) -> Path:

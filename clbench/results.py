@@ -47,7 +47,21 @@ def utc_now() -> str:
 
 
 def run_directory(results_dir: Path, benchmark: str, method: str, config_hash: str, seed: int) -> Path:
-    return Path(results_dir) / benchmark / method / config_hash / f"seed-{seed}"
+    """`<results>/<benchmark>/<method>/<config hash>/seed-<seed>`, checked to lie inside `results_dir`."""
+    return inside(results_dir, Path(results_dir) / benchmark / method / config_hash / f"seed-{seed}")
+
+
+def inside(root: Path, path: Path) -> Path:
+    """`path`, after checking that it lies inside `root` (ResultsError otherwise).
+
+    clbench writes only inside the results folder and the data folder. The check is lexical (`..` resolved,
+    symbolic links not followed), so a results folder whose benchmark folders are links elsewhere still works.
+    """
+    root_text, path_text = os.path.abspath(root), os.path.abspath(path)
+    if os.path.commonpath([root_text, path_text]) != root_text or path_text == root_text:
+        raise ResultsError(f"{path} is not inside {root}: clbench writes only inside the results and data "
+                           f"folders (a benchmark, approach or table name with '..' or '/'?)")
+    return Path(path)
 
 
 def git_commit() -> str | None:

@@ -27,7 +27,23 @@ from clbench.errors import SpecError
 
 TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants",
                   "datasets")
-DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""The rule every name that becomes a folder follows (benchmarks, approaches, a spec's own data sets): letters,
+digits, `.`, `_`, `-`, starting with a letter or digit, so never `.`, `..` or a path with `/`."""
+NAME_RULE = "a name uses letters, digits, '.', '_', '-' and starts with a letter or digit (not '.', '..' or a path)"
+DATASET_NAME = NAME_PATTERN  # the rule's first user kept its name
+
+
+def is_valid_name(name: object) -> bool:
+    """True if `name` is a string that follows `NAME_PATTERN` (safe as one folder name)."""
+    return isinstance(name, str) and NAME_PATTERN.fullmatch(name) is not None
+
+
+def check_name(name: object, where: str) -> str:
+    """`name` if it follows the name rule, else SpecError `{where} is {name!r}: a name uses ...`."""
+    if not is_valid_name(name):
+        raise SpecError(f"{where} is {name!r}: {NAME_RULE}")
+    return str(name)
 
 
 @dataclass(frozen=True)
@@ -277,7 +293,7 @@ def _validate(raw: dict[str, Any], source: str) -> BenchmarkSpec:
     if not isinstance(approaches, dict) or not all(isinstance(v, dict) for v in approaches.values()):
         raise SpecError(f"{source}: `approaches` must map approach names to mappings of hyper-parameters")
     return BenchmarkSpec(
-        name=str(raw["name"]),
+        name=check_name(raw["name"], f"{source}: `name`"),
         description=str(raw.get("description", "")),
         source=source,
         variant=raw.get("variant"),
@@ -299,8 +315,7 @@ def _own_datasets(raw: Any, source: str) -> dict[str, DatasetEntry]:
         raise SpecError(f"{source}: `datasets` must map data set names to {{format: ..., path: ...}}")
     entries = {}
     for name, values in raw.items():
-        if not isinstance(name, str) or not DATASET_NAME.fullmatch(name):
-            raise SpecError(f"{source}: `datasets.{name}`: a data set name uses letters, digits, '.', '_', '-'")
+        check_name(name, f"{source}: the data set name `datasets.{name}`")
         if name in DATASET_NAMES:
             raise SpecError(f"{source}: `datasets.{name}` would hide the built-in data set {name}; rename it")
         entry = build(DatasetEntry, values, where=f"datasets.{name}", source=source)

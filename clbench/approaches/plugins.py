@@ -13,6 +13,7 @@ with its runs. `reload_spec` is what a worker process needs to import the plugin
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.metadata
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clbench.approaches.base import ORIGINS, REGISTRY, Approach, describe_origin, register
+from clbench.approaches.base import ORIGINS, REGISTRY, Approach, Hyperparameters, describe_origin, register
 from clbench.errors import SpecError
 
 ENTRY_POINT_GROUP = "clbench.approaches"
@@ -175,6 +176,24 @@ def _check_approach_class(cls: Any, where: str) -> None:
     if not cls.name:
         raise SpecError(f"{where}: {cls.__qualname__} has no `name`; set the class attribute, e.g. "
                         f"name = \"my-method\"")
+    _check_class_attributes(cls, where)
+
+
+def _check_class_attributes(cls: type[Approach], where: str) -> None:
+    """`name` a string that follows the name rule (it becomes a results folder); `hyperparameters_class` a
+    dataclass derived from `Hyperparameters`."""
+    from clbench.spec import check_name
+
+    if not isinstance(cls.name, str):
+        raise SpecError(f"{where}: {cls.__qualname__}.name is {cls.name!r} ({type(cls.name).__name__}); set it to "
+                        f"a string, e.g. name = \"my-method\"")
+    check_name(cls.name, f"{where}: {cls.__qualname__}.name")
+    hyperparameters = cls.hyperparameters_class
+    if not (isinstance(hyperparameters, type) and dataclasses.is_dataclass(hyperparameters)
+            and issubclass(hyperparameters, Hyperparameters)):
+        raise SpecError(f"{where}: {cls.__qualname__}.hyperparameters_class is {hyperparameters!r}, not a dataclass "
+                        f"derived from clbench.api.Hyperparameters; declare it with @dataclass(frozen=True) and "
+                        f"derive it from cl.Hyperparameters")
 
 
 def _register_plugin(cls: type[Approach], origin: dict[str, Any]) -> str:

@@ -106,8 +106,11 @@ def content_hash(dataset: CustomDataset) -> str:
 
 
 def cache_folder(data_dir: Path, name: str, digest: str) -> Path:
-    """Where the version of data set `name` with content hash `digest` is prepared."""
-    return cache.dataset_folder(Path(data_dir) / "custom", f"{name}-{digest[:16]}")
+    """Where the version of data set `name` with content hash `digest` is prepared (inside `data_dir`)."""
+    from clbench.results import inside
+
+    root = Path(data_dir) / "custom"
+    return inside(root, cache.dataset_folder(root, f"{name}-{digest[:16]}"))
 
 
 def _check_exists(dataset: CustomDataset) -> None:
