@@ -103,7 +103,8 @@ class NetworkSpec:
 class TrainingSpec:
     """The paper's protocol (Experiments: Training), shared by every approach unless it overrides a value."""
 
-    lr: float = field(0.05, doc="initial learning rate of plain SGD (paper: 0.05)", minimum=0.0)
+    lr: float = field(0.05, doc="initial learning rate of plain SGD (paper: 0.05); > 0 (0 trains nothing)",
+                      above=0.0)
     lr_factor: float = field(3.0, doc="divide the lr by this after `patience` epochs without improvement",
                              minimum=1.0)
     lr_min: float = field(1e-4, doc="stop the task when the lr falls below this (paper: 1e-4)", minimum=0.0)
@@ -326,13 +327,27 @@ def _own_datasets(raw: Any, source: str) -> dict[str, DatasetEntry]:
     return entries
 
 
+MIN_TASK_CLASSES = 2  # a one-class task is 100% accurate for every method, `random` included
+
+
 def class_blocks(dataset: str, n_classes: int, block: int, remainder: str = "error") -> list[range]:
     """Classes 0..n_classes-1 in consecutive blocks of `block` >= 1 (the tasks of a split data set).
 
     When `block` does not divide `n_classes`, `remainder` says what happens to the rest (`data.remainder`):
-    error (SpecError: [3] on MNIST would make a one-class task `mnist:9-9`, trivially 100% accurate), keep (a
-    smaller last task), drop (the rest is not used) or merge (the rest joins the last full block).
+    error (SpecError: [3] on MNIST would leave `mnist:9-9` over), keep (a smaller last task), drop (the rest is
+    not used) or merge (the rest joins the last full block). A block of one class is a SpecError: a one-class
+    task is trivially 100% accurate.
     """
+    blocks = _class_blocks(dataset, n_classes, block, remainder)
+    single = next((blocked for blocked in blocks if len(blocked) < MIN_TASK_CLASSES), None)
+    if single is not None:
+        raise SpecError(f"`data.classes_per_task` is {block} for {dataset} ({n_classes} classes, remainder "
+                        f"{remainder}): task {dataset}:{single.start}-{single.stop - 1} would have one class; a task "
+                        f"needs at least two classes (with one, every method scores 100%)")
+    return blocks
+
+
+def _class_blocks(dataset: str, n_classes: int, block: int, remainder: str) -> list[range]:
     rest = n_classes % block
     full = [range(first, first + block) for first in range(0, n_classes - rest, block)]
     if rest == 0:
@@ -347,6 +362,29 @@ def class_blocks(dataset: str, n_classes: int, block: int, remainder: str = "err
     raise SpecError(f"`data.classes_per_task` is {block} for {dataset}, which has {n_classes} classes: blocks of "
                     f"{block} leave {rest} class(es) over; use a block size that divides {n_classes} ({divisors}) "
                     f"or set `data.remainder` to keep, drop or merge (now {remainder})")
+
+
+def validation_count(n_train: int, fraction: float) -> int:
+    """How many of a task's `n_train` training samples are held out for validation (`data.validation_fraction`)."""
+    return int(round(fraction * n_train))
+
+
+def task_problem(n_classes: int, n_train: int, n_test: int, validation_fraction: float) -> str | None:
+    """Why a task cannot be trained and scored (None if it can): fewer than two classes, or a split without samples.
+
+    A task with no test samples scored 0.0 and dragged every mean down; one with no training or validation
+    samples trained nothing. `n_train` is the task's training split before the validation hold-out.
+    """
+    if n_classes < MIN_TASK_CLASSES:
+        return "it has one class; a task needs at least two classes (with one, every method scores 100%)"
+    n_valid = validation_count(n_train, validation_fraction)
+    sizes = {"training": n_train - n_valid, "validation": n_valid, "test": n_test}
+    empty = [split for split, size in sizes.items() if size <= 0]
+    if not empty:
+        return None
+    counts = ", ".join(f"{split} {size}" for split, size in sizes.items())
+    return (f"no {' and no '.join(empty)} samples ({counts}, validation = {validation_fraction:g} of {n_train}); "
+            f"every task needs samples in each split")
 
 
 def _check_class_blocks(data: DataSpec, source: str) -> None:

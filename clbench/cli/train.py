@@ -67,6 +67,7 @@ def train(
                                                          "do not resume stopped ones."),
 ) -> None:
     """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
+    from clbench.data.custom import check_own_tasks
     from clbench.engine import fetching_loader, plan_runs, prepare_data, unique_plans
     from clbench.scheduler import Execution, check_execution, parse_devices
     from clbench.spec import load_benchmark
@@ -75,6 +76,8 @@ def train(
     methods = load_methods(method) + (reference_methods() if with_references else [])
     override_sets = grid_override_sets(overrides, grid)
     specs = [load_benchmark(benchmark, override_set) for override_set in override_sets]
+    for spec in specs:
+        check_own_tasks(spec)
     plans = unique_plans(plan for spec, override_set in zip(specs, override_sets)
                          for plan in plan_runs(spec, methods, seed_list, results.absolute(), override_set))
     execution = check_execution(Execution(executor, jobs, device, parse_devices(devices or ""), address,

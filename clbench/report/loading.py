@@ -67,6 +67,13 @@ class Results:
     files: dict[str, set[str]] = field(default_factory=dict)
     info: dict[str, dict[str, Any]] = field(default_factory=dict)
     spec_argument: str | None = None
+    seed_filter: tuple[int, ...] | None = None
+    seeds_present: tuple[int, ...] = ()
+
+    @property
+    def missing_seeds(self) -> list[int]:
+        """The seeds `--seeds` asked for that no run (finished or not) of the benchmark has."""
+        return sorted(set(self.seed_filter or ()) - set(self.seeds_present))
 
     def folder(self, run_id: str) -> Path:
         return Path(self.info[run_id]["folder"])
@@ -162,6 +169,8 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     _check_schema_versions(frame, root, benchmark)
     incomplete = [_incomplete_run(folder) for folder, files in folders.items()
                   if ACCURACY_FILE not in files and RUN_FILE in files]
+    present = tuple(sorted({int(seed) for seed in frame["seed"].unique()}
+                           | {run["seed"] for run in incomplete if isinstance(run.get("seed"), int)}))
     if seeds is not None:
         frame = frame[frame["seed"].isin(list(seeds))].reset_index(drop=True)
         incomplete = [run for run in incomplete if run.get("seed") in set(seeds)]
@@ -174,7 +183,7 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     files = {run_id: folders.get(Path(folder), set()) for run_id, folder in zip(runs.index, runs["folder"])}
     info = runs.to_dict("index")
     return Results(root, benchmark, frame, runs, metrics.accuracy_matrices(frame), incomplete, files, info,
-                   spec_argument)
+                   spec_argument, None if seeds is None else tuple(seeds), present)
 
 
 def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> None:

@@ -48,7 +48,8 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
     report = Report(benchmark, metric, [])
     report.notes += incomplete_notes(results)
     if results.frame.empty:
-        report.notes.append(f"no finished runs of {benchmark} in {results.results_dir}: run `clbench train "
+        chosen = f" with --seeds {format_seeds(results.seed_filter)}" if results.seed_filter is not None else ""
+        report.notes.append(f"no finished runs of {benchmark}{chosen} in {results.results_dir}: run `clbench train "
                             f"{results.command_name} -m METHOD --seeds 0-9 --results {results.results_dir}`")
         return report
     report.stages = list(range(1, int(results.frame["stage"].max()) + 1))
@@ -75,13 +76,24 @@ def _sort_value(cell: Cell) -> float:
 
 
 def incomplete_notes(results: Results) -> list[str]:
-    """One note per run that started but has no accuracy file, with the command that re-runs it."""
-    notes = []
+    """A note naming the seeds `--seeds` asked for that no run has, and one per run that started but has no
+    accuracy file, with the command that re-runs it."""
+    notes = seed_filter_notes(results)
     for run in results.incomplete:
         reason = f" ({run['error']})" if run.get("error") else ""
         notes.append(f"left out {run['run_id']}: {run['status']}{reason}; re-run `clbench train "
                      f"{results.command_name} -m {run['method']} --seeds {run['seed']}` (with the same --set options)")
     return notes
+
+
+def seed_filter_notes(results: Results) -> list[str]:
+    """`--seeds 1,9: no run of mnist2 has seed 9 ...` when the filter names seeds that no run has."""
+    missing = results.missing_seeds
+    if not missing or results.seed_filter is None:
+        return []
+    there = format_seeds(results.seeds_present) if results.seeds_present else "none"
+    return [f"--seeds {format_seeds(results.seed_filter)}: no run of {results.benchmark} has "
+            f"{_plural(len(missing), 'seed')} {format_seeds(missing)} in {results.results_dir} (seeds there: {there})"]
 
 
 def complete_runs(results: Results, notes: list[str]) -> list[str]:
