@@ -27,7 +27,7 @@ import torch
 
 from clbench.approaches import Approach, ApproachContext, ResolvedApproach, resolve
 from clbench.approaches.base import EpochLog, TaskLog
-from clbench.approaches.plugins import origin_of
+from clbench.approaches.plugins import code_identity, code_text, origin_of
 from clbench.config import stable_hash, to_dict
 from clbench.data.custom import CustomDataset
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
@@ -127,10 +127,15 @@ class SilentObserver:
 
 
 def run_config(spec: BenchmarkSpec, approach: ResolvedApproach) -> dict[str, Any]:
-    """The resolved config that identifies a run (everything but the seed and the device)."""
+    """The resolved config that identifies a run (everything but the seed and the device).
+
+    A plugin's config includes `code` (`clbench.approaches.plugins.code_identity`): an edited plugin makes new runs,
+    never mixed with the old ones. Built-ins have no `code` key, so their config hashes are unchanged.
+    """
+    code = code_identity(approach.name)
     return {"benchmark": spec.name, "variant": spec.variant, "data": to_dict(spec.data),
             "network": to_dict(spec.network), "method": approach.name, **approach.config(),
-            **own_datasets_identity(spec)}
+            **own_datasets_identity(spec), **({"code": code} if code is not None else {})}
 
 
 def data_identity(spec: BenchmarkSpec) -> str:
@@ -275,9 +280,29 @@ def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force
             return RunOutcome(plan, "locked", error=f"running elsewhere ({lock_holder(plan.run_dir)})")
         if is_complete(plan.run_dir) and not force:
             return RunOutcome(plan, "skipped")
+        check_code(plan, force)
         if force:
             discard_progress(plan.run_dir)
         return _execute_locked(plan, device, loader, observer)
+
+
+def check_code(plan: RunPlan, force: bool = False) -> None:
+    """ClbenchError if the approach's code is not the code this plan was made with, or (unless `force`) the run
+    folder holds an unfinished run started by other code: resuming would mix two codes in one run."""
+    loaded = code_identity(plan.method)
+    planned = plan.config.get("code")
+    if loaded != planned:
+        raise ClbenchError(f"the code of approach {plan.method} changed since this command started "
+                           f"({code_text(planned)}, now {code_text(loaded)}): run the command again")
+    if force:
+        return
+    stored = read_run_file(plan.run_dir) or {}
+    config = stored.get("config")
+    started = config.get("code") if isinstance(config, dict) else None
+    if config is not None and started != planned:
+        raise ClbenchError(f"{plan.run_dir} holds an unfinished run of {plan.method} started by other code "
+                           f"({code_text(started)}) than now ({code_text(planned)}); resuming it would mix two codes "
+                           f"in one run: restore that code to resume it, or start it over with --force")
 
 
 def discard_progress(run_dir: Path) -> None:

@@ -104,6 +104,55 @@ def origin_of(name: str) -> dict[str, Any]:
     return {"kind": "built-in", "module": cls.__module__}
 
 
+def code_identity(name: str) -> dict[str, Any] | None:
+    """What identifies the code of approach `name` in its runs' config hash; None for a built-in.
+
+    A plugin file: its sha256. A module or an installed entry point: the sha256 of its package's Python files
+    (where they can be found), and for an entry point its distribution and version. Built-ins return None, so that
+    their config hashes (and existing results) stay as they were; their code is recorded by the clbench version and
+    git commit in every run's provenance.
+    """
+    origin = ORIGINS.get(name)
+    if origin is None:
+        return None
+    if origin["kind"] == "file":
+        return {"kind": "file", "sha256": origin["sha256"]}
+    identity: dict[str, Any] = {"kind": origin["kind"]}
+    if origin["kind"] == "entry-point":
+        identity.update(distribution=origin.get("distribution"), version=origin.get("version"))
+    files_hash = package_sha256(REGISTRY[name].__module__)
+    if files_hash is not None:
+        identity["sha256"] = files_hash
+    return identity
+
+
+def package_sha256(module_name: str) -> str | None:
+    """sha256 over the relative paths and contents of the Python files of `module_name`'s top-level package (or
+    of the module's own file when it is not in a package); None when no file can be found."""
+    top = sys.modules.get(module_name.partition(".")[0])
+    roots = [Path(folder) for folder in getattr(top, "__path__", None) or []]
+    if roots:
+        files = sorted((path.relative_to(root).as_posix(), path) for root in roots for path in root.rglob("*.py"))
+    else:
+        file = getattr(top, "__file__", None)
+        files = [(Path(file).name, Path(file))] if file and Path(file).is_file() else []
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for relative, path in files:
+        digest.update(f"{relative}\0{file_sha256(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def code_text(identity: dict[str, Any] | None) -> str:
+    """A code identity in a message: `sha256 1a2b3c4d5e6f` (with the package version), or `built-in`."""
+    if not identity:
+        return "built-in code (no code identity)"
+    version = f"{identity['distribution']} {identity['version']}, " if identity.get("version") else ""
+    digest = identity.get("sha256")
+    return f"{version}sha256 {digest[:12]}" if digest else f"{version}files not hashed".rstrip(", ")
+
+
 def origin_label(name: str) -> str:
     """A short origin for tables: `built-in`, the file path, the module, or `dist version`."""
     origin = origin_of(name)

@@ -68,7 +68,8 @@ def train(
 ) -> None:
     """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
     from clbench.data.custom import check_own_tasks
-    from clbench.engine import fetching_loader, plan_runs, prepare_data, unique_plans
+    from clbench.engine import check_code, fetching_loader, plan_runs, prepare_data, unique_plans
+    from clbench.results import is_complete
     from clbench.scheduler import Execution, check_execution, parse_devices
     from clbench.spec import load_benchmark
 
@@ -82,6 +83,9 @@ def train(
                          for plan in plan_runs(spec, methods, seed_list, results.absolute(), override_set))
     execution = check_execution(Execution(executor, jobs, device, parse_devices(devices or ""), address,
                                           gpus_per_run, force))
+    for plan in plans:
+        if not is_complete(plan.run_dir):
+            check_code(plan, force)
     data_dir = data_dir or default_data_dir()
     with _exit_130_on_interrupt():
         if executor == "local":
