@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import logging
 import time
 import traceback
@@ -31,7 +32,7 @@ from clbench.approaches.plugins import code_identity, code_text, origin_of
 from clbench.config import stable_hash, to_dict
 from clbench.data.custom import CustomDataset
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
-from clbench.errors import ClbenchError, DataNotFoundError
+from clbench.errors import ClbenchError, DataNotFoundError, SpecError
 from clbench.locking import held_lock, lock_holder
 from clbench.nets import parameter_count
 from clbench.results import (
@@ -51,7 +52,7 @@ from clbench.results import (
     write_parquet,
 )
 from clbench.seeding import seed_global_torch
-from clbench.spec import BenchmarkSpec, command_argument
+from clbench.spec import BenchmarkSpec, benchmarks_dir, command_argument
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +166,50 @@ def own_datasets_identity(spec: BenchmarkSpec) -> dict[str, Any]:
         return {}
     return {"datasets": {name: {"format": dataset.format, "content_hash": content_hash(dataset)}
                          for name, dataset in sorted(own.items())}}
+
+
+def check_shipped_name(spec: BenchmarkSpec, methods: Sequence[str]) -> None:
+    """SpecError if a spec file takes a shipped benchmark's name but its runs of `methods` would differ from the
+    shipped benchmark's (with the same `--set` options): they would be stored, reported and compared with the
+    paper as that benchmark. A spec file that resolves to the shipped definition (`clbench spec mnist2 > my.yaml`)
+    is accepted: its runs are the shipped benchmark's runs."""
+    shipped_file = benchmarks_dir() / f"{spec.name}.yaml"
+    if not shipped_file.is_file() or Path(spec.source).resolve() == shipped_file.resolve():
+        return
+    shipped = _shipped_counterpart(spec)
+    for method in dict.fromkeys(methods):
+        ours = flatten_config(run_config(spec, resolve(spec, method)))
+        theirs = flatten_config(run_config(shipped, resolve(shipped, method)))
+        differing = [key for key in sorted(set(ours) | set(theirs)) if ours.get(key) != theirs.get(key)]
+        if differing:
+            shown = "; ".join(f"{key}={json.dumps(ours.get(key))} (shipped: {json.dumps(theirs.get(key))})"
+                              for key in differing[:6]) + ("; ..." if len(differing) > 6 else "")
+            raise SpecError(f"{spec.source}: `name: {spec.name}` is a shipped benchmark's name, but this spec's "
+                            f"{method} runs differ from {spec.name}'s: {shown}; they would be stored and reported "
+                            f"as {spec.name}'s: rename the benchmark (e.g. `name: my-{spec.name}`)")
+
+
+def _shipped_counterpart(spec: BenchmarkSpec) -> BenchmarkSpec:
+    """The shipped spec of `spec.name` with the same `--set` options (and variant), or as shipped if they do not
+    apply to it."""
+    from clbench.spec import load_benchmark
+
+    options = [*spec.overrides, *([f"variant={spec.variant}"] if spec.variant else [])]
+    try:
+        return load_benchmark(spec.name, options)
+    except SpecError:
+        return load_benchmark(spec.name)
+
+
+def flatten_config(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`{"data": {"form": "mnist28"}}` -> `{"data.form": "mnist28"}`."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat |= flatten_config(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int], results_dir: Path,

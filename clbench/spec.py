@@ -103,8 +103,7 @@ class NetworkSpec:
 class TrainingSpec:
     """The paper's protocol (Experiments: Training), shared by every approach unless it overrides a value."""
 
-    lr: float = field(0.05, doc="initial learning rate of plain SGD (paper: 0.05); > 0 (0 trains nothing)",
-                      above=0.0)
+    lr: float = field(0.05, doc="initial learning rate of plain SGD (paper: 0.05)", above=0.0)
     lr_factor: float = field(3.0, doc="divide the lr by this after `patience` epochs without improvement",
                              minimum=1.0)
     lr_min: float = field(1e-4, doc="stop the task when the lr falls below this (paper: 1e-4)", minimum=0.0)

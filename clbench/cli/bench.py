@@ -44,7 +44,7 @@ def bench(
     cached (the output and the stored rows say which). Stores `<results>/_bench/<benchmark>-<UTC>.parquet`.
     """
     from clbench.bench import BenchSettings, run_bench, write_bench
-    from clbench.engine import resolve_device
+    from clbench.engine import check_shipped_name, resolve_device
     from clbench.errors import ClbenchError
     from clbench.spec import command_argument, load_benchmark
 
@@ -54,6 +54,7 @@ def bench(
                 *([f"training.amp={amp}"] if amp != "none" else [])]
     methods = load_methods(method)
     spec = load_benchmark(benchmark, [*overrides, *switches])
+    check_shipped_name(spec, methods)
     torch_device = resolve_device(device)
     settings = BenchSettings(batches=batches, epoch=epoch, seed=seed)
     settings.epoch_mode(torch_device)

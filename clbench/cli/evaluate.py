@@ -33,11 +33,12 @@ def evaluate(
     """Re-evaluate trained runs from their per-task checkpoints; writes evaluation.parquet in each run folder."""
     from rich.table import Table
 
-    from clbench.engine import fetching_loader, plan_runs, reevaluate, resolve_device
+    from clbench.engine import check_shipped_name, fetching_loader, plan_runs, reevaluate, resolve_device
     from clbench.spec import load_benchmark
 
     methods = load_methods(method)
     spec = load_benchmark(benchmark, overrides)
+    check_shipped_name(spec, methods)
     plans = plan_runs(spec, methods, parse_seeds(seeds), results, overrides)
     torch_device = resolve_device(device)
     loader = fetching_loader(data_dir or default_data_dir(), mirror)

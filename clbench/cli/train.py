@@ -68,7 +68,7 @@ def train(
 ) -> None:
     """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
     from clbench.data.custom import check_own_tasks
-    from clbench.engine import check_code, fetching_loader, plan_runs, prepare_data, unique_plans
+    from clbench.engine import check_code, check_shipped_name, fetching_loader, plan_runs, prepare_data, unique_plans
     from clbench.results import is_complete
     from clbench.scheduler import Execution, check_execution, parse_devices
     from clbench.spec import load_benchmark
@@ -78,6 +78,7 @@ def train(
     override_sets = grid_override_sets(overrides, grid)
     specs = [load_benchmark(benchmark, override_set) for override_set in override_sets]
     for spec in specs:
+        check_shipped_name(spec, methods)
         check_own_tasks(spec)
     plans = unique_plans(plan for spec, override_set in zip(specs, override_sets)
                          for plan in plan_runs(spec, methods, seed_list, results.absolute(), override_set))
