@@ -17,8 +17,10 @@ import dataclasses
 import io
 import json
 import logging
+import pickle
 import time
 import traceback
+import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +42,10 @@ from clbench.results import (
     EVALUATION_FILE,
     RUN_FILE,
     SCHEMA_VERSION,
+    DamagedFileError,
     accuracy_frame,
     atomic_write_bytes,
+    damaged_run_files,
     inside,
     is_complete,
     machine_provenance,
@@ -91,6 +95,7 @@ class RunOutcome:
     error: str | None = None
     seconds: float = 0.0
     resumed_after_stage: int | None = None  # 1-based stage of the checkpoint a resumed run continued from
+    damaged: tuple[str, ...] = ()  # damaged files of the run found and left behind (named; the run re-ran them)
 
     @property
     def succeeded(self) -> bool:
@@ -341,7 +346,7 @@ def check_code(plan: RunPlan, force: bool = False) -> None:
                            f"({code_text(planned)}, now {code_text(loaded)}): run the command again")
     if force:
         return
-    stored = read_run_file(plan.run_dir) or {}
+    stored = _previous_run_file(plan.run_dir)
     config = stored.get("config")
     started = config.get("code") if isinstance(config, dict) else None
     if config is not None and started != planned:
@@ -369,7 +374,11 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader,
                     observer: RunObserver) -> RunOutcome:
     start = time.perf_counter()
     remove_stale_temporaries(plan.run_dir)
+    damaged = damaged_run_files(plan.run_dir)
+    for problem in damaged:
+        log.warning("%s; the run is treated as unfinished", problem)
     header = _run_header(plan, machine_provenance(str(device), str(torch.__version__), torch.version.cuda))
+    header["damaged_files"] = damaged
     write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
     try:
         rows = _run_sequence(plan, device, loader, observer, header)
@@ -383,11 +392,20 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader,
     seconds = time.perf_counter() - start
     write_json(plan.run_dir / RUN_FILE, {**header, "status": "complete", "finished_utc": finished,
                                          "seconds": seconds})
-    return RunOutcome(plan, "done", rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"])
+    return RunOutcome(plan, "done", rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"],
+                      damaged=tuple(header["damaged_files"]))
+
+
+def _previous_run_file(run_dir: Path) -> dict[str, Any]:
+    """The run.json an earlier attempt left ({} if none, or if it is damaged: `damaged_run_files` names it)."""
+    try:
+        return read_run_file(run_dir) or {}
+    except DamagedFileError:
+        return {}
 
 
 def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
-    previous = read_run_file(plan.run_dir) or {}
+    previous = _previous_run_file(plan.run_dir)
     return {"schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
             "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed,
             "config_hash": plan.config_hash, "data_hash": plan.data_hash,
@@ -403,7 +421,7 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
     """Train and evaluate the stages after the last checkpoint (all of them for a new run)."""
     tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
     approach = build_approach(plan, tasks, device)
-    first_stage, rows = resume_from_checkpoint(plan.run_dir, approach, len(tasks))
+    first_stage, rows = resume_from_checkpoint(plan.run_dir, approach, len(tasks), header["damaged_files"])
     header.update(parameters=parameter_count(approach.network), resumed_after_stage=first_stage or None)
     write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
     observer.run_started(plan, tasks.names)
@@ -510,21 +528,19 @@ def save_checkpoint(run_dir: Path, stage: int, approach: Approach, rows: list[di
     atomic_write_bytes(checkpoint_path(run_dir, stage), buffer.getvalue())
 
 
-def last_checkpoint_stage(run_dir: Path, n_tasks: int) -> int | None:
-    """The last stage (0-based) with a checkpoint, or None."""
-    return next((stage for stage in reversed(range(n_tasks)) if checkpoint_path(run_dir, stage).is_file()), None)
-
-
-def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int) -> tuple[int, list[dict[str, Any]]]:
+def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int,
+                           damaged: list[str] | None = None) -> tuple[int, list[dict[str, Any]]]:
     """Restore the state after the last finished task; returns (first stage to train, rows so far).
 
     Restores the approach (network, extra state, batch generator) and torch's global (and CUDA) generator as
-    they were when that task's checkpoint was written, so the next task starts exactly as it would have.
+    they were when that task's checkpoint was written, so the next task starts exactly as it would have. A
+    checkpoint that cannot be read (truncated) is named (logged, and appended to `damaged`) and the previous
+    stage's is used instead; the stages after it are trained again.
     """
-    stage = last_checkpoint_stage(run_dir, n_tasks)
-    if stage is None:
+    found = last_readable_checkpoint(run_dir, n_tasks, damaged if damaged is not None else [])
+    if found is None:
         return 0, []
-    checkpoint = load_checkpoint(run_dir, stage)
+    stage, checkpoint = found
     rows = list(checkpoint["rows"])
     if checkpoint["stage"] != stage or len(rows) != (stage + 1) * (stage + 2) // 2:
         raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} does not hold stages 1..{stage + 1}: "
@@ -536,11 +552,32 @@ def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int) -> t
     return stage + 1, rows
 
 
+def last_readable_checkpoint(run_dir: Path, n_tasks: int,
+                             damaged: list[str]) -> tuple[int, dict[str, Any]] | None:
+    """(stage, checkpoint) of the last checkpoint that can be read, or None; damaged ones are appended to
+    `damaged` (and logged) on the way down."""
+    for stage in reversed(range(n_tasks)):
+        if not checkpoint_path(run_dir, stage).is_file():
+            continue
+        try:
+            return stage, load_checkpoint(run_dir, stage)
+        except DamagedFileError as error:
+            log.warning("%s; falling back to the previous stage's checkpoint", error)
+            damaged.append(str(error))
+    return None
+
+
 def load_checkpoint(run_dir: Path, stage: int) -> dict[str, Any]:
+    """The checkpoint after task `stage`; ClbenchError if there is none, DamagedFileError naming it if it cannot
+    be read (truncated, not a checkpoint)."""
     path = checkpoint_path(run_dir, stage)
     if not path.is_file():
         raise ClbenchError(f"no checkpoint {path}: train the run first (`clbench train`)")
-    return torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile) as error:
+        raise DamagedFileError(f"checkpoint {path} is damaged: {type(error).__name__}: "
+                               f"{str(error).splitlines()[0] if str(error) else 'unreadable'}") from None
 
 
 def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader) -> list[dict[str, Any]]:

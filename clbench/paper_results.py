@@ -329,13 +329,10 @@ def shipped_definition(benchmark: str, variant: str | None) -> dict[str, Any]:
 
 def _run_config(results: Results, run_ids: Sequence[str]) -> dict[str, Any] | None:
     """The resolved config of the first run of `run_ids` whose run.json has one."""
-    from clbench.results import RUN_FILE
-
     for run_id in run_ids:
-        if RUN_FILE in results.files.get(run_id, set()):
-            config = json.loads((results.folder(run_id) / RUN_FILE).read_text()).get("config")
-            if isinstance(config, dict):
-                return config
+        config = (results.run_file(run_id) or {}).get("config")
+        if isinstance(config, dict):
+            return config
     return None
 
 

@@ -126,15 +126,58 @@ def accuracy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return frame[COLUMNS]
 
 
+class DamagedFileError(ResultsError):
+    """A results file (run.json, a Parquet file, a checkpoint) exists but cannot be read; the message names it."""
+
+
 def read_run_file(run_dir: Path) -> dict[str, Any] | None:
+    """A run folder's run.json; None if it has none; DamagedFileError naming it if it is not a JSON object."""
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         return None
-    return json.loads(path.read_text())
+    return parse_run_file(path)
+
+
+def parse_run_file(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`, or DamagedFileError naming the file (truncated, not JSON, not an object)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise DamagedFileError(f"{path} is damaged: not readable JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise DamagedFileError(f"{path} is damaged: a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def parquet_problem(path: Path) -> str | None:
+    """Why a Parquet result file cannot be used (unreadable, truncated, no rows), or None; reads the footer only."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.ParquetFile(path).metadata.num_rows
+    except (OSError, ValueError, pa.ArrowException) as error:
+        return f"not a readable Parquet file ({error})"
+    return "it has no rows" if rows == 0 else None
+
+
+def damaged_run_files(run_dir: Path) -> list[str]:
+    """`<file> is damaged: <reason>` for the run's accuracy.parquet and run.json that exist but cannot be read."""
+    found = []
+    accuracy = Path(run_dir) / ACCURACY_FILE
+    problem = parquet_problem(accuracy) if accuracy.is_file() else None
+    if problem is not None:
+        found.append(f"{accuracy} is damaged: {problem}")
+    try:
+        read_run_file(run_dir)
+    except DamagedFileError as error:
+        found.append(str(error))
+    return found
 
 
 def is_complete(run_dir: Path) -> bool:
-    return (Path(run_dir) / ACCURACY_FILE).is_file()
+    """The run finished: its accuracy.parquet has rows and its files can be read (a damaged run is unfinished)."""
+    return (Path(run_dir) / ACCURACY_FILE).is_file() and not damaged_run_files(run_dir)
 
 
 def check_schema(frame: pd.DataFrame, path: Path) -> None:

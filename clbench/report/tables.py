@@ -3,7 +3,6 @@ their text cells."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +16,6 @@ from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.report.loading import BENCH_FOLDER, REFERENCES, Results, load_results
 from clbench.report.statistics import METRICS, Cell, run_values, summarize
-from clbench.results import RUN_FILE
 
 if TYPE_CHECKING:
     pass
@@ -83,6 +81,18 @@ def incomplete_notes(results: Results) -> list[str]:
         reason = f" ({run['error']})" if run.get("error") else ""
         notes.append(f"left out {run['run_id']}: {run['status']}{reason}; re-run `clbench train "
                      f"{results.command_name} -m {run['method']} --seeds {run['seed']}` (with the same --set options)")
+    return notes + damaged_notes(results)
+
+
+def damaged_notes(results: Results) -> list[str]:
+    """One note per run left out because a file of it is damaged, naming the file and the command that re-runs
+    it (from its last readable checkpoint)."""
+    notes = []
+    for folder, problem in results.damaged:
+        method, seed = folder.parent.parent.name, folder.name.removeprefix("seed-")
+        notes.append(f"left out {results.benchmark}/{method}/{folder.parent.name}/{folder.name}: {problem}; "
+                     f"`clbench train {results.command_name} -m {method} --seeds {seed}` (with the same --set "
+                     f"options) re-runs it from its last readable checkpoint")
     return notes
 
 
@@ -186,9 +196,7 @@ def _parameter_count(results: Results, run_ids: Sequence[str], notes: list[str])
     """`parameters` from the runs' run.json (an int, or a dict with `total`); None when no run has it."""
     counts = set()
     for run_id in run_ids:
-        if RUN_FILE not in results.files.get(run_id, set()):
-            continue
-        value = json.loads((results.folder(run_id) / RUN_FILE).read_text()).get("parameters")
+        value = (results.run_file(run_id) or {}).get("parameters")
         value = value.get("total") if isinstance(value, dict) else value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             counts.add(int(value))
