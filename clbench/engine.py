@@ -18,6 +18,7 @@ import io
 import json
 import logging
 import pickle
+import shlex
 import time
 import traceback
 import zipfile
@@ -30,7 +31,7 @@ import torch
 
 from clbench.approaches import Approach, ApproachContext, ResolvedApproach, resolve
 from clbench.approaches.base import EpochLog, TaskLog
-from clbench.approaches.plugins import code_identity, code_text, origin_of
+from clbench.approaches.plugins import code_identity, code_text, method_argument, origin_of
 from clbench.config import stable_hash, to_dict
 from clbench.data.custom import CustomDataset
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
@@ -582,13 +583,15 @@ def load_checkpoint(run_dir: Path, stage: int) -> dict[str, Any]:
 
 def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader) -> list[dict[str, Any]]:
     """Recompute the test accuracies of every stage from the run's checkpoints (`clbench evaluate`)."""
-    tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
-    approach = build_approach(plan, tasks, device)
     stored = read_run_file(plan.run_dir)
     if stored is None:
+        results_dir = shlex.quote(str(plan.run_dir.parents[3]))
         raise ClbenchError(f"no run at {plan.run_dir}: train it first with `clbench train "
-                           f"{command_argument(plan.spec)} -m {plan.method} --seeds {plan.seed}` "
-                           "(with the same --set options)")
+                           f"{command_argument(plan.spec)} -m {shlex.quote(method_argument(plan.method))} "
+                           f"--seeds {plan.seed} --results "
+                           f"{results_dir}` (with the same --set options)")
+    tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
+    approach = build_approach(plan, tasks, device)
     header = {**stored, **machine_provenance(str(device), str(torch.__version__), torch.version.cuda),
               "started_utc": utc_now()}
     rows: list[dict[str, Any]] = []

@@ -51,6 +51,22 @@ def run_directory(results_dir: Path, benchmark: str, method: str, config_hash: s
     return inside(results_dir, Path(results_dir) / benchmark / method / config_hash / f"seed-{seed}")
 
 
+def check_results_folder(results_dir: Path) -> Path:
+    """`results_dir` if it is a folder this process can write into, or can create; ResultsError naming it otherwise.
+
+    Checked when a command starts, so that a `--results` that is a file or read-only fails once, not in every run.
+    """
+    path = Path(results_dir)
+    if path.exists() and not path.is_dir():
+        raise ResultsError(f"--results {path} is a file, not a folder; give a folder (it is created if missing)")
+    existing = next(parent for parent in (path, *path.absolute().parents) if parent.exists())
+    if not existing.is_dir():
+        raise ResultsError(f"--results {path} cannot be created: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ResultsError(f"--results {path} is not writable: no permission to write in {existing}")
+    return path
+
+
 def inside(root: Path, path: Path) -> Path:
     """`path`, after checking that it lies inside `root` (ResultsError otherwise).
 

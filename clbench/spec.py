@@ -151,9 +151,14 @@ def benchmarks_dir() -> Path:
 
 
 def is_spec_path(name_or_path: str) -> bool:
-    """True if a benchmark argument names a YAML file (by suffix, or because it exists), not a shipped spec."""
+    """True if a benchmark argument names a YAML file (by suffix, or because it exists), not a shipped spec.
+
+    A folder that happens to share a shipped benchmark's name (`mnist2/` in the current folder) does not hide it.
+    """
     path = Path(name_or_path)
-    return path.suffix in (".yaml", ".yml") or path.exists()
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        return True
+    return path.exists() and name_or_path not in benchmark_names()
 
 
 def command_argument(spec: BenchmarkSpec) -> str:
@@ -174,6 +179,9 @@ def find_spec_file(name_or_path: str) -> Path:
     """A benchmark name from `benchmarks/` or a path to a YAML spec."""
     path = Path(name_or_path)
     if is_spec_path(name_or_path):
+        if path.is_dir():
+            raise SpecError(f"spec path {name_or_path} is a folder, not a YAML file; give the spec file in it "
+                            f"(e.g. {path / 'my.yaml'})")
         if not path.is_file():
             raise SpecError(f"spec file {name_or_path} does not exist")
         return path
@@ -292,13 +300,17 @@ def _validate(raw: dict[str, Any], source: str) -> BenchmarkSpec:
     approaches = raw.get("approaches") or {}
     if not isinstance(approaches, dict) or not all(isinstance(v, dict) for v in approaches.values()):
         raise SpecError(f"{source}: `approaches` must map approach names to mappings of hyper-parameters")
+    network = build(NetworkSpec, raw["network"], where="network", source=source)
+    if network.kind == "alexnet" and data.form != "image32":
+        raise SpecError(f"{source}: `network.kind` alexnet needs `data.form` image32 (3x32x32 images), not "
+                        f"{data.form}; use `network.kind: mlp` for {data.form}")
     return BenchmarkSpec(
         name=check_name(raw["name"], f"{source}: `name`"),
         description=str(raw.get("description", "")),
         source=source,
         variant=raw.get("variant"),
         data=data,
-        network=build(NetworkSpec, raw["network"], where="network", source=source),
+        network=network,
         training=build(TrainingSpec, raw.get("training"), where="training", source=source),
         approaches={name: dict(values) for name, values in approaches.items()},
         datasets=datasets,

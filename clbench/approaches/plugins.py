@@ -55,7 +55,35 @@ def load_method(text: str) -> str:
 def load_methods(texts: list[str]) -> list[str]:
     """Registered names of `--method` entries: plain names as given, method specs loaded (in order)."""
     load_entry_points()
-    return [load_method(text) if is_method_spec(text) else text for text in texts]
+    return [load_method(text) if is_method_spec(text) else _plain_name(text) for text in texts]
+
+
+def _plain_name(text: str) -> str:
+    """`text` (a registered name), or SpecError when it is a file without `:ClassName` (`-m my_method.py`)."""
+    if not (text.endswith(".py") or "/" in text or "\\" in text):
+        return text
+    classes = ""
+    path = Path(text).expanduser().resolve()
+    if path.is_file():
+        try:
+            found = approach_classes(_import_file(path, f"{text}:?"))
+            classes = f" (Approach subclasses in it: {', '.join(found)})" if found else " (it has no Approach subclass)"
+        except SpecError:
+            classes = ""
+    raise SpecError(f"--method {text!r} names a file: add the approach class after a colon, {text}:ClassName"
+                    f"{classes}")
+
+
+def approach_classes(module: Any) -> list[str]:
+    """The names of the Approach subclasses a module defines or imports, sorted."""
+    return sorted(name for name, value in vars(module).items()
+                  if isinstance(value, type) and issubclass(value, Approach) and value is not Approach)
+
+
+def method_argument(name: str) -> str:
+    """How `--method` names approach `name` in a printed command: a plugin's file or module spec, else the name."""
+    origin = ORIGINS.get(name)
+    return str(origin["spec"]) if origin and origin.get("spec") else name
 
 
 def load_entry_points() -> list[str]:
@@ -211,8 +239,7 @@ def _import_module(name: str, text: str) -> Any:
 def _approach_class(module: Any, class_name: str, text: str) -> type[Approach]:
     cls = getattr(module, class_name, None)
     if cls is None:
-        public = sorted(name for name, value in vars(module).items()
-                        if isinstance(value, type) and issubclass(value, Approach) and value is not Approach)
+        public = approach_classes(module)
         raise SpecError(f"--method {text!r}: {module.__name__} has no class {class_name!r} "
                         f"(Approach subclasses there: {', '.join(public) or 'none'})")
     _check_approach_class(cls, f"--method {text!r}")

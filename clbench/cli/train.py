@@ -69,11 +69,12 @@ def train(
     """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
     from clbench.data.custom import check_own_tasks
     from clbench.engine import check_code, check_shipped_name, fetching_loader, plan_runs, prepare_data, unique_plans
-    from clbench.results import is_complete
+    from clbench.results import check_results_folder, is_complete
     from clbench.scheduler import Execution, check_execution, parse_devices
     from clbench.spec import load_benchmark
 
     seed_list = parse_seeds(seeds)
+    check_results_folder(results)
     methods = load_methods(method) + (reference_methods() if with_references else [])
     override_sets = grid_override_sets(overrides, grid)
     specs = [load_benchmark(benchmark, override_set) for override_set in override_sets]

@@ -359,7 +359,12 @@ def npz_images(array: np.ndarray, where: str) -> np.ndarray:
         raise ClbenchError(f"{where}: shape {array.shape}; expected (N, H, W), (N, H, W, C) or (N, C, H, W) "
                            f"with C 1, 3 or 4")
     if np.issubdtype(array.dtype, np.floating):
-        if array.size and (np.isnan(array).any() or array.min() < 0 or array.max() > 1):
+        missing = np.isnan(array)
+        if missing.any():
+            first = int(np.argmax(missing.reshape(len(array), -1).any(axis=1)))
+            raise ClbenchError(f"{where}: {int(missing.sum())} pixel value(s) are NaN (the first in image {first}); "
+                               f"replace them with numbers in [0, 1] (or store uint8 0..255)")
+        if array.size and (array.min() < 0 or array.max() > 1):
             raise ClbenchError(f"{where}: float images must lie in [0, 1] (or store uint8 0..255)")
         return np.rint(array * 255).astype(np.uint8)
     if array.dtype != np.uint8:

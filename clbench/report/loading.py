@@ -109,13 +109,22 @@ class Results:
 
 def benchmarks_in(results_dir: Path) -> list[str]:
     """The benchmark folders of a results folder (names starting with `.` or `_`, such as `_bench`, skipped)."""
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise ResultsError(f"results folder {root} does not exist; run `clbench train ... --results {root}`")
+    root = _results_root(results_dir)
     names = [path.name for path in _subfolders(root)]
     if not names:
         raise ResultsError(f"no results in {root}; run `clbench train BENCHMARK -m METHOD --results {root}`")
     return names
+
+
+def _results_root(results_dir: Path) -> Path:
+    """The results folder, or ResultsError saying that it is a file or does not exist."""
+    root = Path(results_dir)
+    if root.exists() and not root.is_dir():
+        raise ResultsError(f"--results {root} is a file, not a results folder; give the folder `clbench train "
+                           f"--results` wrote into")
+    if not root.is_dir():
+        raise ResultsError(f"results folder {root} does not exist; run `clbench train ... --results {root}` first")
+    return root
 
 
 def _subfolders(path: Path) -> list[Path]:
@@ -205,9 +214,7 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
 
     `spec_argument`: the spec file the user named the benchmark by, if any (see `Results.spec_argument`).
     """
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise ResultsError(f"results folder {root} does not exist; run `clbench train ... --results {root}` first")
+    root = _results_root(results_dir)
     folders = run_folders(root, benchmark)
     run_files, damaged = read_run_files([folder for folder, files in folders.items() if RUN_FILE in files])
     finished = [folder for folder, files in folders.items() if ACCURACY_FILE in files and folder not in damaged]
