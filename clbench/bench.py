@@ -437,7 +437,9 @@ def bench_path(results_dir: Path, benchmark: str, measured_utc: str) -> Path:
     while path.exists():
         path = folder / f"{benchmark}-{stamp}_{counter}.parquet"
         counter += 1
-    return path
+    from clbench.results import inside
+
+    return inside(folder, path)
 
 
 def write_bench(run: BenchRun, results_dir: Path) -> Path:

@@ -25,9 +25,10 @@ T = TypeVar("T")
 
 
 def field(default: Any = dataclasses.MISSING, *, doc: str, minimum: float | None = None,
-          maximum: float | None = None, choices: tuple[Any, ...] | None = None) -> Any:
-    """A dataclass field with a one-line description and optional range constraints."""
-    metadata = {"doc": doc, "minimum": minimum, "maximum": maximum, "choices": choices}
+          maximum: float | None = None, choices: tuple[Any, ...] | None = None,
+          above: float | None = None) -> Any:
+    """A dataclass field with a one-line description and optional range constraints (`above`: strictly greater)."""
+    metadata = {"doc": doc, "minimum": minimum, "maximum": maximum, "choices": choices, "above": above}
     if isinstance(default, (list, dict, set)):
         raise TypeError("mutable defaults are not allowed: use a tuple")
     return dataclasses.field(default=default, metadata=metadata)
@@ -78,6 +79,9 @@ def _check(value: Any, hint: Any, metadata: Mapping[str, Any], *, key: str, sour
                 raise SpecError(f"{source}: `{key}` is {number!r}; it must be >= {low}")
             if high is not None and number > high:
                 raise SpecError(f"{source}: `{key}` is {number!r}; it must be <= {high}")
+            above = metadata.get("above")
+            if above is not None and number <= above:
+                raise SpecError(f"{source}: `{key}` is {number!r}; it must be > {above:g}")
     return value
 
 

@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import logging
+import pickle
+import shlex
 import time
 import traceback
+import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,11 +31,11 @@ import torch
 
 from clbench.approaches import Approach, ApproachContext, ResolvedApproach, resolve
 from clbench.approaches.base import EpochLog, TaskLog
-from clbench.approaches.plugins import origin_of
+from clbench.approaches.plugins import code_identity, code_text, method_argument, origin_of
 from clbench.config import stable_hash, to_dict
 from clbench.data.custom import CustomDataset
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
-from clbench.errors import ClbenchError, DataNotFoundError
+from clbench.errors import ClbenchError, DataNotFoundError, SpecError
 from clbench.locking import held_lock, lock_holder
 from clbench.nets import parameter_count
 from clbench.results import (
@@ -39,8 +43,11 @@ from clbench.results import (
     EVALUATION_FILE,
     RUN_FILE,
     SCHEMA_VERSION,
+    DamagedFileError,
     accuracy_frame,
     atomic_write_bytes,
+    damaged_run_files,
+    inside,
     is_complete,
     machine_provenance,
     read_run_file,
@@ -50,7 +57,7 @@ from clbench.results import (
     write_parquet,
 )
 from clbench.seeding import seed_global_torch
-from clbench.spec import BenchmarkSpec, command_argument
+from clbench.spec import BenchmarkSpec, benchmarks_dir, command_argument
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +96,7 @@ class RunOutcome:
     error: str | None = None
     seconds: float = 0.0
     resumed_after_stage: int | None = None  # 1-based stage of the checkpoint a resumed run continued from
+    damaged: tuple[str, ...] = ()  # damaged files of the run found and left behind (named; the run re-ran them)
 
     @property
     def succeeded(self) -> bool:
@@ -126,10 +134,15 @@ class SilentObserver:
 
 
 def run_config(spec: BenchmarkSpec, approach: ResolvedApproach) -> dict[str, Any]:
-    """The resolved config that identifies a run (everything but the seed and the device)."""
+    """The resolved config that identifies a run (everything but the seed and the device).
+
+    A plugin's config includes `code` (`clbench.approaches.plugins.code_identity`): an edited plugin makes new runs,
+    never mixed with the old ones. Built-ins have no `code` key, so their config hashes are unchanged.
+    """
+    code = code_identity(approach.name)
     return {"benchmark": spec.name, "variant": spec.variant, "data": to_dict(spec.data),
             "network": to_dict(spec.network), "method": approach.name, **approach.config(),
-            **own_datasets_identity(spec)}
+            **own_datasets_identity(spec), **({"code": code} if code is not None else {})}
 
 
 def data_identity(spec: BenchmarkSpec) -> str:
@@ -159,6 +172,50 @@ def own_datasets_identity(spec: BenchmarkSpec) -> dict[str, Any]:
         return {}
     return {"datasets": {name: {"format": dataset.format, "content_hash": content_hash(dataset)}
                          for name, dataset in sorted(own.items())}}
+
+
+def check_shipped_name(spec: BenchmarkSpec, methods: Sequence[str]) -> None:
+    """SpecError if a spec file takes a shipped benchmark's name but its runs of `methods` would differ from the
+    shipped benchmark's (with the same `--set` options): they would be stored, reported and compared with the
+    paper as that benchmark. A spec file that resolves to the shipped definition (`clbench spec mnist2 > my.yaml`)
+    is accepted: its runs are the shipped benchmark's runs."""
+    shipped_file = benchmarks_dir() / f"{spec.name}.yaml"
+    if not shipped_file.is_file() or Path(spec.source).resolve() == shipped_file.resolve():
+        return
+    shipped = _shipped_counterpart(spec)
+    for method in dict.fromkeys(methods):
+        ours = flatten_config(run_config(spec, resolve(spec, method)))
+        theirs = flatten_config(run_config(shipped, resolve(shipped, method)))
+        differing = [key for key in sorted(set(ours) | set(theirs)) if ours.get(key) != theirs.get(key)]
+        if differing:
+            shown = "; ".join(f"{key}={json.dumps(ours.get(key))} (shipped: {json.dumps(theirs.get(key))})"
+                              for key in differing[:6]) + ("; ..." if len(differing) > 6 else "")
+            raise SpecError(f"{spec.source}: `name: {spec.name}` is a shipped benchmark's name, but this spec's "
+                            f"{method} runs differ from {spec.name}'s: {shown}; they would be stored and reported "
+                            f"as {spec.name}'s: rename the benchmark (e.g. `name: my-{spec.name}`)")
+
+
+def _shipped_counterpart(spec: BenchmarkSpec) -> BenchmarkSpec:
+    """The shipped spec of `spec.name` with the same `--set` options (and variant), or as shipped if they do not
+    apply to it."""
+    from clbench.spec import load_benchmark
+
+    options = [*spec.overrides, *([f"variant={spec.variant}"] if spec.variant else [])]
+    try:
+        return load_benchmark(spec.name, options)
+    except SpecError:
+        return load_benchmark(spec.name)
+
+
+def flatten_config(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`{"data": {"form": "mnist28"}}` -> `{"data.form": "mnist28"}`."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat |= flatten_config(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int], results_dir: Path,
@@ -274,9 +331,29 @@ def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force
             return RunOutcome(plan, "locked", error=f"running elsewhere ({lock_holder(plan.run_dir)})")
         if is_complete(plan.run_dir) and not force:
             return RunOutcome(plan, "skipped")
+        check_code(plan, force)
         if force:
             discard_progress(plan.run_dir)
         return _execute_locked(plan, device, loader, observer)
+
+
+def check_code(plan: RunPlan, force: bool = False) -> None:
+    """ClbenchError if the approach's code is not the code this plan was made with, or (unless `force`) the run
+    folder holds an unfinished run started by other code: resuming would mix two codes in one run."""
+    loaded = code_identity(plan.method)
+    planned = plan.config.get("code")
+    if loaded != planned:
+        raise ClbenchError(f"the code of approach {plan.method} changed since this command started "
+                           f"({code_text(planned)}, now {code_text(loaded)}): run the command again")
+    if force:
+        return
+    stored = _previous_run_file(plan.run_dir)
+    config = stored.get("config")
+    started = config.get("code") if isinstance(config, dict) else None
+    if config is not None and started != planned:
+        raise ClbenchError(f"{plan.run_dir} holds an unfinished run of {plan.method} started by other code "
+                           f"({code_text(started)}) than now ({code_text(planned)}); resuming it would mix two codes "
+                           f"in one run: restore that code to resume it, or start it over with --force")
 
 
 def discard_progress(run_dir: Path) -> None:
@@ -298,7 +375,11 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader,
                     observer: RunObserver) -> RunOutcome:
     start = time.perf_counter()
     remove_stale_temporaries(plan.run_dir)
+    damaged = damaged_run_files(plan.run_dir)
+    for problem in damaged:
+        log.warning("%s; the run is treated as unfinished", problem)
     header = _run_header(plan, machine_provenance(str(device), str(torch.__version__), torch.version.cuda))
+    header["damaged_files"] = damaged
     write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
     try:
         rows = _run_sequence(plan, device, loader, observer, header)
@@ -312,11 +393,20 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader,
     seconds = time.perf_counter() - start
     write_json(plan.run_dir / RUN_FILE, {**header, "status": "complete", "finished_utc": finished,
                                          "seconds": seconds})
-    return RunOutcome(plan, "done", rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"])
+    return RunOutcome(plan, "done", rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"],
+                      damaged=tuple(header["damaged_files"]))
+
+
+def _previous_run_file(run_dir: Path) -> dict[str, Any]:
+    """The run.json an earlier attempt left ({} if none, or if it is damaged: `damaged_run_files` names it)."""
+    try:
+        return read_run_file(run_dir) or {}
+    except DamagedFileError:
+        return {}
 
 
 def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
-    previous = read_run_file(plan.run_dir) or {}
+    previous = _previous_run_file(plan.run_dir)
     return {"schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
             "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed,
             "config_hash": plan.config_hash, "data_hash": plan.data_hash,
@@ -332,7 +422,7 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
     """Train and evaluate the stages after the last checkpoint (all of them for a new run)."""
     tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
     approach = build_approach(plan, tasks, device)
-    first_stage, rows = resume_from_checkpoint(plan.run_dir, approach, len(tasks))
+    first_stage, rows = resume_from_checkpoint(plan.run_dir, approach, len(tasks), header["damaged_files"])
     header.update(parameters=parameter_count(approach.network), resumed_after_stage=first_stage or None)
     write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
     observer.run_started(plan, tasks.names)
@@ -410,11 +500,19 @@ def _store_monitoring(plan: RunPlan, approach: Approach, tasks: TaskSequence, st
         frame.insert(0, "stage", stage + 1)
         for column in ("seed", "method", "benchmark", "run_id"):
             frame.insert(0, column, header[column])
-        path = plan.run_dir / f"{name}.parquet"
+        path = monitoring_path(plan.run_dir, name)
         if path.is_file() and stage > 0:
             previous = pd.read_parquet(path)
             frame = pd.concat([previous[previous["stage"] < stage + 1], frame], ignore_index=True)
         write_parquet(path, frame, {"run_id": plan.run_id, "table": name})
+
+
+def monitoring_path(run_dir: Path, table: str) -> Path:
+    """`<run_dir>/<table>.parquet`; a table name that breaks the name rule (e.g. `../x`) is an error."""
+    from clbench.spec import check_name
+
+    check_name(table, "a monitoring table name (the keys `Approach.monitoring` returns)")
+    return inside(run_dir, Path(run_dir) / f"{table}.parquet")
 
 
 def checkpoint_path(run_dir: Path, stage: int) -> Path:
@@ -431,21 +529,19 @@ def save_checkpoint(run_dir: Path, stage: int, approach: Approach, rows: list[di
     atomic_write_bytes(checkpoint_path(run_dir, stage), buffer.getvalue())
 
 
-def last_checkpoint_stage(run_dir: Path, n_tasks: int) -> int | None:
-    """The last stage (0-based) with a checkpoint, or None."""
-    return next((stage for stage in reversed(range(n_tasks)) if checkpoint_path(run_dir, stage).is_file()), None)
-
-
-def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int) -> tuple[int, list[dict[str, Any]]]:
+def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int,
+                           damaged: list[str] | None = None) -> tuple[int, list[dict[str, Any]]]:
     """Restore the state after the last finished task; returns (first stage to train, rows so far).
 
     Restores the approach (network, extra state, batch generator) and torch's global (and CUDA) generator as
-    they were when that task's checkpoint was written, so the next task starts exactly as it would have.
+    they were when that task's checkpoint was written, so the next task starts exactly as it would have. A
+    checkpoint that cannot be read (truncated) is named (logged, and appended to `damaged`) and the previous
+    stage's is used instead; the stages after it are trained again.
     """
-    stage = last_checkpoint_stage(run_dir, n_tasks)
-    if stage is None:
+    found = last_readable_checkpoint(run_dir, n_tasks, damaged if damaged is not None else [])
+    if found is None:
         return 0, []
-    checkpoint = load_checkpoint(run_dir, stage)
+    stage, checkpoint = found
     rows = list(checkpoint["rows"])
     if checkpoint["stage"] != stage or len(rows) != (stage + 1) * (stage + 2) // 2:
         raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} does not hold stages 1..{stage + 1}: "
@@ -457,22 +553,45 @@ def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int) -> t
     return stage + 1, rows
 
 
+def last_readable_checkpoint(run_dir: Path, n_tasks: int,
+                             damaged: list[str]) -> tuple[int, dict[str, Any]] | None:
+    """(stage, checkpoint) of the last checkpoint that can be read, or None; damaged ones are appended to
+    `damaged` (and logged) on the way down."""
+    for stage in reversed(range(n_tasks)):
+        if not checkpoint_path(run_dir, stage).is_file():
+            continue
+        try:
+            return stage, load_checkpoint(run_dir, stage)
+        except DamagedFileError as error:
+            log.warning("%s; falling back to the previous stage's checkpoint", error)
+            damaged.append(str(error))
+    return None
+
+
 def load_checkpoint(run_dir: Path, stage: int) -> dict[str, Any]:
+    """The checkpoint after task `stage`; ClbenchError if there is none, DamagedFileError naming it if it cannot
+    be read (truncated, not a checkpoint)."""
     path = checkpoint_path(run_dir, stage)
     if not path.is_file():
         raise ClbenchError(f"no checkpoint {path}: train the run first (`clbench train`)")
-    return torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile) as error:
+        raise DamagedFileError(f"checkpoint {path} is damaged: {type(error).__name__}: "
+                               f"{str(error).splitlines()[0] if str(error) else 'unreadable'}") from None
 
 
 def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader) -> list[dict[str, Any]]:
     """Recompute the test accuracies of every stage from the run's checkpoints (`clbench evaluate`)."""
-    tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
-    approach = build_approach(plan, tasks, device)
     stored = read_run_file(plan.run_dir)
     if stored is None:
+        results_dir = shlex.quote(str(plan.run_dir.parents[3]))
         raise ClbenchError(f"no run at {plan.run_dir}: train it first with `clbench train "
-                           f"{command_argument(plan.spec)} -m {plan.method} --seeds {plan.seed}` "
-                           "(with the same --set options)")
+                           f"{command_argument(plan.spec)} -m {shlex.quote(method_argument(plan.method))} "
+                           f"--seeds {plan.seed} --results "
+                           f"{results_dir}` (with the same --set options)")
+    tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
+    approach = build_approach(plan, tasks, device)
     header = {**stored, **machine_provenance(str(device), str(torch.__version__), torch.version.cuda),
               "started_utc": utc_now()}
     rows: list[dict[str, Any]] = []

@@ -222,7 +222,8 @@ def setting_differences(config: Mapping[str, Any] | None, overrides: Sequence[st
                         expected: Mapping[str, Any]) -> list[str]:
     """How a run's resolved config and `--set` options differ from the paper's `expected` settings.
 
-    `config` is run.json's resolved config (None when unknown: then that is a difference too). `--set`
+    `config` is run.json's resolved config (None when unknown: then that is a difference too); a spec's own data
+    sets (`datasets`) are a difference. `--set`
     options are listed unless they select the variant, concern another approach, or set a key the config
     check already covers.
     """
@@ -230,6 +231,8 @@ def setting_differences(config: Mapping[str, Any] | None, overrides: Sequence[st
     flat = flatten(config) if config is not None else {}
     if config is None:
         found.append("settings unknown (no run.json with the resolved config)")
+    elif config.get("datasets"):
+        found.append(f"own data sets {', '.join(sorted(config['datasets']))} (paper: the built-in ones)")
     for key, value in expected.items():
         if key in flat and not same_value(flat[key], value):
             found.append(f"{key}={_text(flat[key], key)} (paper: {_text(value, key)})")
@@ -301,21 +304,35 @@ def our_rows(results: Results, report: Report, paper: PaperResults) -> list[OurR
         variant = info.get("variant") if isinstance(info.get("variant"), str) else None
         overrides_text = info.get("overrides")
         overrides = json.loads(overrides_text) if isinstance(overrides_text, str) else []
-        expected = paper.expected_settings(results.benchmark, variant, info["method"])
+        expected = shipped_definition(results.benchmark, variant) | paper.expected_settings(
+            results.benchmark, variant, info["method"])
         differences = setting_differences(_run_config(results, run_ids), overrides, info["method"], expected)
         rows.append(OurRow(label, info["method"], variant, tuple(cells), tuple(differences)))
     return rows
 
 
+def shipped_definition(benchmark: str, variant: str | None) -> dict[str, Any]:
+    """Every data and network setting of the shipped spec (with `variant`), as dotted config keys: what defines the
+    benchmark the paper's table is about. {} for a benchmark clbench does not ship."""
+    from clbench.config import to_dict
+    from clbench.errors import SpecError
+    from clbench.spec import benchmark_names, load_benchmark
+
+    if benchmark not in benchmark_names():
+        return {}
+    try:
+        spec = load_benchmark(benchmark, [f"variant={variant}"] if variant else [])
+    except SpecError:
+        spec = load_benchmark(benchmark)
+    return flatten({"data": to_dict(spec.data), "network": to_dict(spec.network)})
+
+
 def _run_config(results: Results, run_ids: Sequence[str]) -> dict[str, Any] | None:
     """The resolved config of the first run of `run_ids` whose run.json has one."""
-    from clbench.results import RUN_FILE
-
     for run_id in run_ids:
-        if RUN_FILE in results.files.get(run_id, set()):
-            config = json.loads((results.folder(run_id) / RUN_FILE).read_text()).get("config")
-            if isinstance(config, dict):
-                return config
+        config = (results.run_file(run_id) or {}).get("config")
+        if isinstance(config, dict):
+            return config
     return None
 
 

@@ -55,7 +55,37 @@ def utc_now(timespec: str = "seconds") -> str:
 
 
 def run_directory(results_dir: Path, benchmark: str, method: str, config_hash: str, seed: int) -> Path:
-    return Path(results_dir) / benchmark / method / config_hash / f"seed-{seed}"
+    """`<results>/<benchmark>/<method>/<config hash>/seed-<seed>`, checked to lie inside `results_dir`."""
+    return inside(results_dir, Path(results_dir) / benchmark / method / config_hash / f"seed-{seed}")
+
+
+def check_results_folder(results_dir: Path) -> Path:
+    """`results_dir` if it is a folder this process can write into, or can create; ResultsError naming it otherwise.
+
+    Checked when a command starts, so that a `--results` that is a file or read-only fails once, not in every run.
+    """
+    path = Path(results_dir)
+    if path.exists() and not path.is_dir():
+        raise ResultsError(f"--results {path} is a file, not a folder; give a folder (it is created if missing)")
+    existing = next(parent for parent in (path, *path.absolute().parents) if parent.exists())
+    if not existing.is_dir():
+        raise ResultsError(f"--results {path} cannot be created: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ResultsError(f"--results {path} is not writable: no permission to write in {existing}")
+    return path
+
+
+def inside(root: Path, path: Path) -> Path:
+    """`path`, after checking that it lies inside `root` (ResultsError otherwise).
+
+    clbench writes only inside the results folder and the data folder. The check is lexical (`..` resolved,
+    symbolic links not followed), so a results folder whose benchmark folders are links elsewhere still works.
+    """
+    root_text, path_text = os.path.abspath(root), os.path.abspath(path)
+    if os.path.commonpath([root_text, path_text]) != root_text or path_text == root_text:
+        raise ResultsError(f"{path} is not inside {root}: clbench writes only inside the results and data "
+                           f"folders (a benchmark, approach or table name with '..' or '/'?)")
+    return Path(path)
 
 
 def git_commit() -> str | None:
@@ -120,15 +150,58 @@ def accuracy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return frame[COLUMNS]
 
 
+class DamagedFileError(ResultsError):
+    """A results file (run.json, a Parquet file, a checkpoint) exists but cannot be read; the message names it."""
+
+
 def read_run_file(run_dir: Path) -> dict[str, Any] | None:
+    """A run folder's run.json; None if it has none; DamagedFileError naming it if it is not a JSON object."""
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         return None
-    return json.loads(path.read_text())
+    return parse_run_file(path)
+
+
+def parse_run_file(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`, or DamagedFileError naming the file (truncated, not JSON, not an object)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise DamagedFileError(f"{path} is damaged: not readable JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise DamagedFileError(f"{path} is damaged: a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def parquet_problem(path: Path) -> str | None:
+    """Why a Parquet result file cannot be used (unreadable, truncated, no rows), or None; reads the footer only."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.ParquetFile(path).metadata.num_rows
+    except (OSError, ValueError, pa.ArrowException) as error:
+        return f"not a readable Parquet file ({error})"
+    return "it has no rows" if rows == 0 else None
+
+
+def damaged_run_files(run_dir: Path) -> list[str]:
+    """`<file> is damaged: <reason>` for the run's accuracy.parquet and run.json that exist but cannot be read."""
+    found = []
+    accuracy = Path(run_dir) / ACCURACY_FILE
+    problem = parquet_problem(accuracy) if accuracy.is_file() else None
+    if problem is not None:
+        found.append(f"{accuracy} is damaged: {problem}")
+    try:
+        read_run_file(run_dir)
+    except DamagedFileError as error:
+        found.append(str(error))
+    return found
 
 
 def is_complete(run_dir: Path) -> bool:
-    return (Path(run_dir) / ACCURACY_FILE).is_file()
+    """The run finished: its accuracy.parquet has rows and its files can be read (a damaged run is unfinished)."""
+    return (Path(run_dir) / ACCURACY_FILE).is_file() and not damaged_run_files(run_dir)
 
 
 def check_schema(frame: pd.DataFrame, path: Path) -> None:

@@ -27,7 +27,23 @@ from clbench.errors import SpecError
 
 TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants",
                   "datasets")
-DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""The rule every name that becomes a folder follows (benchmarks, approaches, a spec's own data sets): letters,
+digits, `.`, `_`, `-`, starting with a letter or digit, so never `.`, `..` or a path with `/`."""
+NAME_RULE = "a name uses letters, digits, '.', '_', '-' and starts with a letter or digit (not '.', '..' or a path)"
+DATASET_NAME = NAME_PATTERN  # the rule's first user kept its name
+
+
+def is_valid_name(name: object) -> bool:
+    """True if `name` is a string that follows `NAME_PATTERN` (safe as one folder name)."""
+    return isinstance(name, str) and NAME_PATTERN.fullmatch(name) is not None
+
+
+def check_name(name: object, where: str) -> str:
+    """`name` if it follows the name rule, else SpecError `{where} is {name!r}: a name uses ...`."""
+    if not is_valid_name(name):
+        raise SpecError(f"{where} is {name!r}: {NAME_RULE}")
+    return str(name)
 
 
 @dataclass(frozen=True)
@@ -87,7 +103,7 @@ class NetworkSpec:
 class TrainingSpec:
     """The paper's protocol (Experiments: Training), shared by every approach unless it overrides a value."""
 
-    lr: float = field(0.05, doc="initial learning rate of plain SGD (paper: 0.05)", minimum=0.0)
+    lr: float = field(0.05, doc="initial learning rate of plain SGD (paper: 0.05)", above=0.0)
     lr_factor: float = field(3.0, doc="divide the lr by this after `patience` epochs without improvement",
                              minimum=1.0)
     lr_min: float = field(1e-4, doc="stop the task when the lr falls below this (paper: 1e-4)", minimum=0.0)
@@ -135,9 +151,14 @@ def benchmarks_dir() -> Path:
 
 
 def is_spec_path(name_or_path: str) -> bool:
-    """True if a benchmark argument names a YAML file (by suffix, or because it exists), not a shipped spec."""
+    """True if a benchmark argument names a YAML file (by suffix, or because it exists), not a shipped spec.
+
+    A folder that happens to share a shipped benchmark's name (`mnist2/` in the current folder) does not hide it.
+    """
     path = Path(name_or_path)
-    return path.suffix in (".yaml", ".yml") or path.exists()
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        return True
+    return path.exists() and name_or_path not in benchmark_names()
 
 
 def command_argument(spec: BenchmarkSpec) -> str:
@@ -158,6 +179,9 @@ def find_spec_file(name_or_path: str) -> Path:
     """A benchmark name from `benchmarks/` or a path to a YAML spec."""
     path = Path(name_or_path)
     if is_spec_path(name_or_path):
+        if path.is_dir():
+            raise SpecError(f"spec path {name_or_path} is a folder, not a YAML file; give the spec file in it "
+                            f"(e.g. {path / 'my.yaml'})")
         if not path.is_file():
             raise SpecError(f"spec file {name_or_path} does not exist")
         return path
@@ -276,13 +300,17 @@ def _validate(raw: dict[str, Any], source: str) -> BenchmarkSpec:
     approaches = raw.get("approaches") or {}
     if not isinstance(approaches, dict) or not all(isinstance(v, dict) for v in approaches.values()):
         raise SpecError(f"{source}: `approaches` must map approach names to mappings of hyper-parameters")
+    network = build(NetworkSpec, raw["network"], where="network", source=source)
+    if network.kind == "alexnet" and data.form != "image32":
+        raise SpecError(f"{source}: `network.kind` alexnet needs `data.form` image32 (3x32x32 images), not "
+                        f"{data.form}; use `network.kind: mlp` for {data.form}")
     return BenchmarkSpec(
-        name=str(raw["name"]),
+        name=check_name(raw["name"], f"{source}: `name`"),
         description=str(raw.get("description", "")),
         source=source,
         variant=raw.get("variant"),
         data=data,
-        network=build(NetworkSpec, raw["network"], where="network", source=source),
+        network=network,
         training=build(TrainingSpec, raw.get("training"), where="training", source=source),
         approaches={name: dict(values) for name, values in approaches.items()},
         datasets=datasets,
@@ -299,8 +327,7 @@ def _own_datasets(raw: Any, source: str) -> dict[str, DatasetEntry]:
         raise SpecError(f"{source}: `datasets` must map data set names to {{format: ..., path: ...}}")
     entries = {}
     for name, values in raw.items():
-        if not isinstance(name, str) or not DATASET_NAME.fullmatch(name):
-            raise SpecError(f"{source}: `datasets.{name}`: a data set name uses letters, digits, '.', '_', '-'")
+        check_name(name, f"{source}: the data set name `datasets.{name}`")
         if name in DATASET_NAMES:
             raise SpecError(f"{source}: `datasets.{name}` would hide the built-in data set {name}; rename it")
         entry = build(DatasetEntry, values, where=f"datasets.{name}", source=source)
@@ -311,13 +338,27 @@ def _own_datasets(raw: Any, source: str) -> dict[str, DatasetEntry]:
     return entries
 
 
+MIN_TASK_CLASSES = 2  # a one-class task is 100% accurate for every method, `random` included
+
+
 def class_blocks(dataset: str, n_classes: int, block: int, remainder: str = "error") -> list[range]:
     """Classes 0..n_classes-1 in consecutive blocks of `block` >= 1 (the tasks of a split data set).
 
     When `block` does not divide `n_classes`, `remainder` says what happens to the rest (`data.remainder`):
-    error (SpecError: [3] on MNIST would make a one-class task `mnist:9-9`, trivially 100% accurate), keep (a
-    smaller last task), drop (the rest is not used) or merge (the rest joins the last full block).
+    error (SpecError: [3] on MNIST would leave `mnist:9-9` over), keep (a smaller last task), drop (the rest is
+    not used) or merge (the rest joins the last full block). A block of one class is a SpecError: a one-class
+    task is trivially 100% accurate.
     """
+    blocks = _class_blocks(dataset, n_classes, block, remainder)
+    single = next((blocked for blocked in blocks if len(blocked) < MIN_TASK_CLASSES), None)
+    if single is not None:
+        raise SpecError(f"`data.classes_per_task` is {block} for {dataset} ({n_classes} classes, remainder "
+                        f"{remainder}): task {dataset}:{single.start}-{single.stop - 1} would have one class; a task "
+                        f"needs at least two classes (with one, every method scores 100%)")
+    return blocks
+
+
+def _class_blocks(dataset: str, n_classes: int, block: int, remainder: str) -> list[range]:
     rest = n_classes % block
     full = [range(first, first + block) for first in range(0, n_classes - rest, block)]
     if rest == 0:
@@ -332,6 +373,29 @@ def class_blocks(dataset: str, n_classes: int, block: int, remainder: str = "err
     raise SpecError(f"`data.classes_per_task` is {block} for {dataset}, which has {n_classes} classes: blocks of "
                     f"{block} leave {rest} class(es) over; use a block size that divides {n_classes} ({divisors}) "
                     f"or set `data.remainder` to keep, drop or merge (now {remainder})")
+
+
+def validation_count(n_train: int, fraction: float) -> int:
+    """How many of a task's `n_train` training samples are held out for validation (`data.validation_fraction`)."""
+    return int(round(fraction * n_train))
+
+
+def task_problem(n_classes: int, n_train: int, n_test: int, validation_fraction: float) -> str | None:
+    """Why a task cannot be trained and scored (None if it can): fewer than two classes, or a split without samples.
+
+    A task with no test samples scored 0.0 and dragged every mean down; one with no training or validation
+    samples trained nothing. `n_train` is the task's training split before the validation hold-out.
+    """
+    if n_classes < MIN_TASK_CLASSES:
+        return "it has one class; a task needs at least two classes (with one, every method scores 100%)"
+    n_valid = validation_count(n_train, validation_fraction)
+    sizes = {"training": n_train - n_valid, "validation": n_valid, "test": n_test}
+    empty = [split for split, size in sizes.items() if size <= 0]
+    if not empty:
+        return None
+    counts = ", ".join(f"{split} {size}" for split, size in sizes.items())
+    return (f"no {' and no '.join(empty)} samples ({counts}, validation = {validation_fraction:g} of {n_train}); "
+            f"every task needs samples in each split")
 
 
 def _check_class_blocks(data: DataSpec, source: str) -> None:

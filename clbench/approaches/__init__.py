@@ -77,7 +77,8 @@ def lookup(method: str) -> type[Approach]:
     if method not in REGISTRY:
         load_entry_points()
     if method not in REGISTRY:
-        raise SpecError(f"unknown method {method!r}; valid methods: {', '.join(approach_names())}")
+        raise SpecError(f"unknown method {method!r}; valid methods: {', '.join(approach_names())} (a plugin is named "
+                        f"by its file or module: -m path/to/file.py:ClassName or -m package.module:ClassName)")
     return REGISTRY[method]
 
 

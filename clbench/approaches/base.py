@@ -34,7 +34,7 @@ from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network
 from clbench.seeding import torch_generator
-from clbench.spec import NetworkSpec, TrainingSpec
+from clbench.spec import NetworkSpec, TrainingSpec, check_name
 
 
 @dataclass(frozen=True)
@@ -164,6 +164,7 @@ def register(cls: type[Approach]) -> type[Approach]:
     if not cls.name:
         raise SpecError(f"approach class {cls.__module__}.{cls.__qualname__} has no `name`: set the class "
                         f"attribute `name = \"my-method\"`")
+    check_name(cls.name, f"the name of approach class {cls.__module__}.{cls.__qualname__}")
     if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
         raise DuplicateApproachError(f"approach name {cls.name!r} is taken twice: by "
                                      f"{describe_origin(REGISTRY[cls.name])} and by {describe_origin(cls)}; "

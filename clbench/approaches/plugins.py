@@ -13,6 +13,7 @@ with its runs. `reload_spec` is what a worker process needs to import the plugin
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.metadata
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clbench.approaches.base import ORIGINS, REGISTRY, Approach, describe_origin, register
+from clbench.approaches.base import ORIGINS, REGISTRY, Approach, Hyperparameters, describe_origin, register
 from clbench.errors import SpecError
 
 ENTRY_POINT_GROUP = "clbench.approaches"
@@ -54,7 +55,35 @@ def load_method(text: str) -> str:
 def load_methods(texts: list[str]) -> list[str]:
     """Registered names of `--method` entries: plain names as given, method specs loaded (in order)."""
     load_entry_points()
-    return [load_method(text) if is_method_spec(text) else text for text in texts]
+    return [load_method(text) if is_method_spec(text) else _plain_name(text) for text in texts]
+
+
+def _plain_name(text: str) -> str:
+    """`text` (a registered name), or SpecError when it is a file without `:ClassName` (`-m my_method.py`)."""
+    if not (text.endswith(".py") or "/" in text or "\\" in text):
+        return text
+    classes = ""
+    path = Path(text).expanduser().resolve()
+    if path.is_file():
+        try:
+            found = approach_classes(_import_file(path, f"{text}:?"))
+            classes = f" (Approach subclasses in it: {', '.join(found)})" if found else " (it has no Approach subclass)"
+        except SpecError:
+            classes = ""
+    raise SpecError(f"--method {text!r} names a file: add the approach class after a colon, {text}:ClassName"
+                    f"{classes}")
+
+
+def approach_classes(module: Any) -> list[str]:
+    """The names of the Approach subclasses a module defines or imports, sorted."""
+    return sorted(name for name, value in vars(module).items()
+                  if isinstance(value, type) and issubclass(value, Approach) and value is not Approach)
+
+
+def method_argument(name: str) -> str:
+    """How `--method` names approach `name` in a printed command: a plugin's file or module spec, else the name."""
+    origin = ORIGINS.get(name)
+    return str(origin["spec"]) if origin and origin.get("spec") else name
 
 
 def load_entry_points() -> list[str]:
@@ -101,6 +130,55 @@ def origin_of(name: str) -> dict[str, Any]:
         return {key: value for key, value in ORIGINS[name].items() if key not in ("reload", "description")}
     cls = REGISTRY[name]
     return {"kind": "built-in", "module": cls.__module__}
+
+
+def code_identity(name: str) -> dict[str, Any] | None:
+    """What identifies the code of approach `name` in its runs' config hash; None for a built-in.
+
+    A plugin file: its sha256. A module or an installed entry point: the sha256 of its package's Python files
+    (where they can be found), and for an entry point its distribution and version. Built-ins return None, so that
+    their config hashes (and existing results) stay as they were; their code is recorded by the clbench version and
+    git commit in every run's provenance.
+    """
+    origin = ORIGINS.get(name)
+    if origin is None:
+        return None
+    if origin["kind"] == "file":
+        return {"kind": "file", "sha256": origin["sha256"]}
+    identity: dict[str, Any] = {"kind": origin["kind"]}
+    if origin["kind"] == "entry-point":
+        identity.update(distribution=origin.get("distribution"), version=origin.get("version"))
+    files_hash = package_sha256(REGISTRY[name].__module__)
+    if files_hash is not None:
+        identity["sha256"] = files_hash
+    return identity
+
+
+def package_sha256(module_name: str) -> str | None:
+    """sha256 over the relative paths and contents of the Python files of `module_name`'s top-level package (or
+    of the module's own file when it is not in a package); None when no file can be found."""
+    top = sys.modules.get(module_name.partition(".")[0])
+    roots = [Path(folder) for folder in getattr(top, "__path__", None) or []]
+    if roots:
+        files = sorted((path.relative_to(root).as_posix(), path) for root in roots for path in root.rglob("*.py"))
+    else:
+        file = getattr(top, "__file__", None)
+        files = [(Path(file).name, Path(file))] if file and Path(file).is_file() else []
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for relative, path in files:
+        digest.update(f"{relative}\0{file_sha256(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def code_text(identity: dict[str, Any] | None) -> str:
+    """A code identity in a message: `sha256 1a2b3c4d5e6f` (with the package version), or `built-in`."""
+    if not identity:
+        return "built-in code (no code identity)"
+    version = f"{identity['distribution']} {identity['version']}, " if identity.get("version") else ""
+    digest = identity.get("sha256")
+    return f"{version}sha256 {digest[:12]}" if digest else f"{version}files not hashed".rstrip(", ")
 
 
 def origin_label(name: str) -> str:
@@ -161,8 +239,7 @@ def _import_module(name: str, text: str) -> Any:
 def _approach_class(module: Any, class_name: str, text: str) -> type[Approach]:
     cls = getattr(module, class_name, None)
     if cls is None:
-        public = sorted(name for name, value in vars(module).items()
-                        if isinstance(value, type) and issubclass(value, Approach) and value is not Approach)
+        public = approach_classes(module)
         raise SpecError(f"--method {text!r}: {module.__name__} has no class {class_name!r} "
                         f"(Approach subclasses there: {', '.join(public) or 'none'})")
     _check_approach_class(cls, f"--method {text!r}")
@@ -175,6 +252,24 @@ def _check_approach_class(cls: Any, where: str) -> None:
     if not cls.name:
         raise SpecError(f"{where}: {cls.__qualname__} has no `name`; set the class attribute, e.g. "
                         f"name = \"my-method\"")
+    _check_class_attributes(cls, where)
+
+
+def _check_class_attributes(cls: type[Approach], where: str) -> None:
+    """`name` a string that follows the name rule (it becomes a results folder); `hyperparameters_class` a
+    dataclass derived from `Hyperparameters`."""
+    from clbench.spec import check_name
+
+    if not isinstance(cls.name, str):
+        raise SpecError(f"{where}: {cls.__qualname__}.name is {cls.name!r} ({type(cls.name).__name__}); set it to "
+                        f"a string, e.g. name = \"my-method\"")
+    check_name(cls.name, f"{where}: {cls.__qualname__}.name")
+    hyperparameters = cls.hyperparameters_class
+    if not (isinstance(hyperparameters, type) and dataclasses.is_dataclass(hyperparameters)
+            and issubclass(hyperparameters, Hyperparameters)):
+        raise SpecError(f"{where}: {cls.__qualname__}.hyperparameters_class is {hyperparameters!r}, not a dataclass "
+                        f"derived from clbench.api.Hyperparameters; declare it with @dataclass(frozen=True) and "
+                        f"derive it from cl.Hyperparameters")
 
 
 def _register_plugin(cls: type[Approach], origin: dict[str, Any]) -> str:

@@ -44,16 +44,19 @@ def bench(
     cached (the output and the stored rows say which). Stores `<results>/_bench/<benchmark>-<UTC>.parquet`.
     """
     from clbench.bench import BenchSettings, run_bench, write_bench
-    from clbench.engine import resolve_device
+    from clbench.engine import check_shipped_name, resolve_device
     from clbench.errors import ClbenchError
+    from clbench.results import check_results_folder
     from clbench.spec import command_argument, load_benchmark
 
     if amp not in AMP_CHOICES:
         raise ClbenchError(f"--amp {amp!r}: use one of {', '.join(AMP_CHOICES)}")
     switches = [*(["training.compile=true"] if compile_network else []),
                 *([f"training.amp={amp}"] if amp != "none" else [])]
+    check_results_folder(results)
     methods = load_methods(method)
     spec = load_benchmark(benchmark, [*overrides, *switches])
+    check_shipped_name(spec, methods)
     torch_device = resolve_device(device)
     settings = BenchSettings(batches=batches, epoch=epoch, seed=seed)
     settings.epoch_mode(torch_device)

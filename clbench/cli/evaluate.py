@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import typer
@@ -17,6 +18,7 @@ from clbench.cli.common import (
     parse_seeds,
 )
 from clbench.cli.train import SetOption
+from clbench.errors import ClbenchError
 
 
 @handle_errors
@@ -33,11 +35,15 @@ def evaluate(
     """Re-evaluate trained runs from their per-task checkpoints; writes evaluation.parquet in each run folder."""
     from rich.table import Table
 
-    from clbench.engine import fetching_loader, plan_runs, reevaluate, resolve_device
+    from clbench.engine import check_shipped_name, fetching_loader, plan_runs, reevaluate, resolve_device
+    from clbench.results import check_results_folder
     from clbench.spec import load_benchmark
 
+    check_results_folder(results)
     methods = load_methods(method)
     spec = load_benchmark(benchmark, overrides)
+    _check_plugins_named(methods, results, spec.name)
+    check_shipped_name(spec, methods)
     plans = plan_runs(spec, methods, parse_seeds(seeds), results, overrides)
     torch_device = resolve_device(device)
     loader = fetching_loader(data_dir or default_data_dir(), mirror)
@@ -49,3 +55,34 @@ def evaluate(
             table.add_row(plan.run_id, str(stage), f"{100 * sum(accuracies) / len(accuracies):.2f}%",
                           " ".join(f"{100 * a:.1f}" for a in accuracies))
     console().print(table)
+
+
+def _check_plugins_named(methods: list[str], results: Path, benchmark: str) -> None:
+    """ClbenchError when a method is not registered but its runs were made by a plugin: name the `-m` to pass."""
+    from clbench.approaches import approach_names
+
+    known = set(approach_names())
+    for name in methods:
+        hint = None if name in known else plugin_hint(results, benchmark, name)
+        if hint is not None:
+            raise ClbenchError(f"unknown method {name!r}: its runs in {results} were made by {hint}")
+
+
+def plugin_hint(results: Path, benchmark: str, method: str) -> str | None:
+    """How to name the plugin that made `method`'s runs (from their run.json's `approach_origin`), or None."""
+    from clbench.results import DamagedFileError, parse_run_file
+
+    for run_file in sorted(Path(results, benchmark, method).glob("*/seed-*/run.json")):
+        try:
+            origin = parse_run_file(run_file).get("approach_origin") or {}
+        except DamagedFileError:
+            continue
+        if origin.get("kind") == "file" and origin.get("path") and origin.get("cls"):
+            argument = f"{origin['path']}:{str(origin['cls']).rsplit('.', 1)[-1]}"
+            return f"the plugin file {origin['path']}; pass the file: -m {shlex.quote(argument)}"
+        if origin.get("kind") == "module" and origin.get("spec"):
+            return f"the plugin module {origin['module']}; pass it: -m {origin['spec']}"
+        if origin.get("kind") == "entry-point":
+            return (f"the installed package {origin.get('distribution')} {origin.get('version')}; install it "
+                    f"again (its entry point {origin.get('entry_point')!r} registers {method})")
+    return None

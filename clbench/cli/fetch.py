@@ -43,6 +43,17 @@ def fetch(
     failed = [name for name, own in fetch_targets(names) if not _fetch_one(name, data_dir, mirror, force, own)]
     if failed:
         raise ClbenchError(f"could not fetch {', '.join(failed)} (see above)")
+    _check_tasks(names)
+
+
+def _check_tasks(names: list[str]) -> None:
+    """The tasks of each benchmark named (its own data sets' tasks) can be trained and scored, or ClbenchError."""
+    from clbench.data.custom import check_own_tasks
+    from clbench.data.sources import DATASET_NAMES
+
+    for name in names:
+        if name not in DATASET_NAMES:
+            check_own_tasks(_benchmark_spec(name, DATASET_NAMES))
 
 
 def _fetch_one(name: str, data_dir: Path, mirror: str | None, force: bool, own: CustomDataset | None = None) -> bool:

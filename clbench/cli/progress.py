@@ -123,8 +123,9 @@ class RunsOverview:
         if outcome.status == "done":
             last = [row["accuracy"] for row in outcome.rows if row["stage"] == max(r["stage"] for r in outcome.rows)]
             resumed = f", resumed after task {outcome.resumed_after_stage}" if outcome.resumed_after_stage else ""
+            damaged = f"; damaged, so re-made: {escape('; '.join(outcome.damaged))}" if outcome.damaged else ""
             return (f"[{style}]done[/] {label}: mean accuracy {100 * sum(last) / max(1, len(last)):.1f}% "
-                    f"({outcome.seconds:.0f} s{resumed})")
+                    f"({outcome.seconds:.0f} s{resumed}{damaged})")
         if outcome.status == "skipped":
             return f"[{style}]skipped[/] {label}: already finished ({escape(str(plan.run_dir))}); --force re-runs it"
         if outcome.status == "locked":

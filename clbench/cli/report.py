@@ -104,14 +104,13 @@ def _benchmark_name(benchmark: str) -> str:
 
 def _spec_file_of_runs(results: Path, name: str) -> str | None:
     """The spec file a benchmark's runs were trained from (their run.json), unless it is the shipped spec."""
-    import json
-
+    from clbench.results import DamagedFileError, parse_run_file
     from clbench.spec import benchmarks_dir
 
     for run_file in sorted(Path(results, name).glob("*/*/seed-*/run.json")):
         try:
-            spec_file = json.loads(run_file.read_text()).get("spec_file")
-        except (OSError, ValueError):
+            spec_file = parse_run_file(run_file).get("spec_file")
+        except DamagedFileError:  # named by the report's notes
             continue
         if not spec_file:
             continue

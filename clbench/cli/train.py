@@ -67,18 +67,27 @@ def train(
                                                          "do not resume stopped ones."),
 ) -> None:
     """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
-    from clbench.engine import fetching_loader, plan_runs, prepare_data, unique_plans
+    from clbench.data.custom import check_own_tasks
+    from clbench.engine import check_code, check_shipped_name, fetching_loader, plan_runs, prepare_data, unique_plans
+    from clbench.results import check_results_folder, is_complete
     from clbench.scheduler import Execution, check_execution, parse_devices
     from clbench.spec import load_benchmark
 
     seed_list = parse_seeds(seeds)
+    check_results_folder(results)
     methods = load_methods(method) + (reference_methods() if with_references else [])
     override_sets = grid_override_sets(overrides, grid)
     specs = [load_benchmark(benchmark, override_set) for override_set in override_sets]
+    for spec in specs:
+        check_shipped_name(spec, methods)
+        check_own_tasks(spec)
     plans = unique_plans(plan for spec, override_set in zip(specs, override_sets)
                          for plan in plan_runs(spec, methods, seed_list, results.absolute(), override_set))
     execution = check_execution(Execution(executor, jobs, device, parse_devices(devices or ""), address,
                                           gpus_per_run, force))
+    for plan in plans:
+        if not is_complete(plan.run_dir):
+            check_code(plan, force)
     data_dir = data_dir or default_data_dir()
     with _exit_130_on_interrupt():
         if executor == "local":

@@ -30,7 +30,7 @@ import numpy as np
 from clbench import __version__
 from clbench.data import cache
 from clbench.data.download import file_digest
-from clbench.errors import ClbenchError, DataNotFoundError
+from clbench.errors import ClbenchError, DataNotFoundError, SpecError
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -87,6 +87,58 @@ def n_classes_lookup(spec: BenchmarkSpec) -> Callable[[str], int]:
     return lambda name: class_count(own[name]) if name in own else get_source(name).n_classes
 
 
+def check_own_tasks(spec: BenchmarkSpec) -> None:
+    """Refuse, before any run, a task of the spec's own data sets that cannot be trained and scored.
+
+    Reads only class folders and label arrays (no conversion). Raises SpecError for a block size that does not
+    divide a data set's classes (`data.classes_per_task`), ClbenchError naming the task and its classes for a
+    one-class task or a split (training, validation, test) without samples.
+    """
+    from clbench.spec import task_problem
+
+    for dataset in custom_datasets(spec).values():
+        names, counts = split_class_counts(dataset)
+        for classes in _task_classes(spec, dataset.name, len(names)):
+            n_train, n_test = (sum(counts[split][label] for label in classes) for split in SPLITS)
+            problem = task_problem(len(classes), n_train, n_test, spec.data.validation_fraction)
+            if problem is not None:
+                task = dataset.name if spec.data.kind != "split" else f"{dataset.name}:{classes[0]}-{classes[-1]}"
+                raise ClbenchError(f"{spec.source}: data set {dataset.name!r}, task {task} (classes "
+                                   f"{', '.join(names[label] for label in classes)}): {problem}; add samples of "
+                                   f"these classes ({dataset.path}) or leave the data set out")
+
+
+def _task_classes(spec: BenchmarkSpec, name: str, n_classes: int) -> list[range]:
+    """The classes of each task a data set gives: its class blocks (split), else all of its classes."""
+    from clbench.spec import class_blocks
+
+    if spec.data.kind != "split":
+        return [range(n_classes)]
+    block = dict(zip(spec.data.datasets, spec.data.classes_per_task or ()))[name]
+    try:
+        return class_blocks(name, n_classes, block, spec.data.remainder)
+    except SpecError as error:
+        raise SpecError(f"{spec.source}: {error}") from None
+
+
+def split_class_counts(dataset: CustomDataset) -> tuple[tuple[str, ...], dict[str, list[int]]]:
+    """Class names (label order) and per split the samples of each class, from class folders or label arrays."""
+    if dataset.format == "imagefolder":
+        folders = {split: _class_folders(dataset, split) for split in SPLITS}
+        names = tuple(sorted(folders["train"]))
+        return names, {split: [len(folders[split].get(name, [])) for name in names] for split in SPLITS}
+    _check_exists(dataset)
+    where = f"data set {dataset.name!r} ({dataset.path})"
+    try:
+        with np.load(dataset.path, allow_pickle=False) as archive:
+            labels = {split: _labels(archive[f"y_{split}"], f"{where} y_{split}") for split in SPLITS}
+    except (OSError, ValueError, KeyError) as error:
+        raise ClbenchError(f"{where}: cannot read y_train and y_test ({error})") from None
+    values = np.unique(labels["train"])
+    counts = {split: [int(np.sum(labels[split] == value)) for value in values] for split in SPLITS}
+    return tuple(str(value) for value in values.tolist()), counts
+
+
 # ---------------------------------------------------------------- content hash and cache folder
 
 
@@ -109,8 +161,11 @@ def content_hash(dataset: CustomDataset) -> str:
 
 
 def cache_folder(data_dir: Path, name: str, digest: str) -> Path:
-    """Where the version of data set `name` with content hash `digest` is prepared."""
-    return cache.dataset_folder(Path(data_dir) / "custom", f"{name}-{digest[:16]}")
+    """Where the version of data set `name` with content hash `digest` is prepared (inside `data_dir`)."""
+    from clbench.results import inside
+
+    root = Path(data_dir) / "custom"
+    return inside(root, cache.dataset_folder(root, f"{name}-{digest[:16]}"))
 
 
 def _check_exists(dataset: CustomDataset) -> None:
@@ -308,7 +363,12 @@ def npz_images(array: np.ndarray, where: str) -> np.ndarray:
         raise ClbenchError(f"{where}: shape {array.shape}; expected (N, H, W), (N, H, W, C) or (N, C, H, W) "
                            f"with C 1, 3 or 4")
     if np.issubdtype(array.dtype, np.floating):
-        if array.size and (np.isnan(array).any() or array.min() < 0 or array.max() > 1):
+        missing = np.isnan(array)
+        if missing.any():
+            first = int(np.argmax(missing.reshape(len(array), -1).any(axis=1)))
+            raise ClbenchError(f"{where}: {int(missing.sum())} pixel value(s) are NaN (the first in image {first}); "
+                               f"replace them with numbers in [0, 1] (or store uint8 0..255)")
+        if array.size and (array.min() < 0 or array.max() > 1):
             raise ClbenchError(f"{where}: float images must lie in [0, 1] (or store uint8 0..255)")
         return np.rint(array * 255).astype(np.uint8)
     if array.dtype != np.uint8:

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from clbench.errors import ClbenchError
 from clbench.seeding import numpy_generator
-from clbench.spec import DataSpec, class_blocks
+from clbench.spec import DataSpec, class_blocks, task_problem, validation_count
 
 if TYPE_CHECKING:
     from clbench.data.sources import PreparedDataset
@@ -145,6 +146,14 @@ class RawTask:
     mean: tuple[float, ...]
     std: tuple[float, ...]
     permutation: np.ndarray | None = None  # (D,) for permuted tasks
+    classes: tuple[int, ...] | None = None  # the data set's labels of the task's classes (None: 0..n_classes-1)
+
+    def check(self, validation_fraction: float) -> None:
+        """ClbenchError naming the task and its classes if it has one class or a split without samples."""
+        problem = task_problem(self.n_classes, len(self.train_labels), len(self.test_labels), validation_fraction)
+        if problem is not None:
+            classes = self.classes if self.classes is not None else tuple(range(self.n_classes))
+            raise ClbenchError(f"task {self.name} (classes {', '.join(map(str, classes))}): {problem}")
 
 
 DatasetLoader = Callable[[str, str], "PreparedDataset"]  # (name, form) -> the prepared data set
@@ -176,7 +185,8 @@ def _class_blocks(d: PreparedDataset, block: int, remainder: str) -> list[RawTas
         test = np.isin(d.test.labels, classes)
         name = f"{d.name}:{classes[0]}-{classes[-1]}"
         tasks.append(RawTask(name, len(classes), d.train.images[train], d.train.labels[train] - first,
-                             d.test.images[test], d.test.labels[test] - first, tuple(d.mean), tuple(d.std)))
+                             d.test.images[test], d.test.labels[test] - first, tuple(d.mean), tuple(d.std),
+                             classes=tuple(int(c) for c in classes)))
     return tasks
 
 
@@ -193,7 +203,7 @@ def _permutations(d: PreparedDataset, n_tasks: int, seed: int) -> list[RawTask]:
 def validation_split(n: int, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """A seeded shuffle split: (train indices, validation indices), validation = round(fraction * n)."""
     order = rng.permutation(n)
-    n_valid = int(round(fraction * n))
+    n_valid = validation_count(n, fraction)
     return np.sort(order[n_valid:]), np.sort(order[:n_valid])
 
 
@@ -245,6 +255,7 @@ def _transform(raws: Sequence[RawTask], flatten: bool) -> InputTransform:
 
 def _task(index: int, raw: RawTask, spec: DataSpec, transform: InputTransform, split_rng: np.random.Generator,
           sample_rng: np.random.Generator, device: torch.device | str) -> Task:
+    raw.check(spec.validation_fraction)
     train_idx, valid_idx = validation_split(len(raw.train_labels), spec.validation_fraction, split_rng)
     if spec.max_train_samples is not None:
         train_idx = train_idx[stratified_subsample(raw.train_labels[train_idx], spec.max_train_samples, sample_rng)]

@@ -16,7 +16,15 @@ import pandas as pd
 
 from clbench import metrics
 from clbench.errors import ResultsError
-from clbench.results import ACCURACY_FILE, RUN_FILE, SCHEMA_VERSION, check_schema
+from clbench.results import (
+    ACCURACY_FILE,
+    RUN_FILE,
+    SCHEMA_VERSION,
+    DamagedFileError,
+    check_schema,
+    parse_run_file,
+    read_run_file,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -51,6 +59,9 @@ class Results:
             folder) and `label` (the row label of its approach and config in every table).
         matrices: the T x T accuracy matrix of every finished run, by run id.
         incomplete: run.json contents (run_id, status, error, method, seed) of runs without accuracy file.
+        run_files: every readable run.json, by run folder (`run_file` reads them by run id).
+        damaged: (run folder, what is damaged) of the runs left out because a file cannot be read: an accuracy
+            file that is truncated, empty or without rows, a run.json that is not a JSON object.
         files: the file names in every run folder, by run id (to find monitoring tables without stat calls).
         info: `runs` as one dict per run id (fast look-ups in loops over runs).
         spec_argument: how the user named the benchmark when it is not a shipped spec (its spec file, as given),
@@ -66,6 +77,25 @@ class Results:
     files: dict[str, set[str]] = field(default_factory=dict)
     info: dict[str, dict[str, Any]] = field(default_factory=dict)
     spec_argument: str | None = None
+    seed_filter: tuple[int, ...] | None = None
+    seeds_present: tuple[int, ...] = ()
+    run_files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    damaged: list[tuple[Path, str]] = field(default_factory=list)
+
+    def run_file(self, run_id: str) -> dict[str, Any] | None:
+        """The run.json of a finished run (read once by `load_results`), or None if it has none or it is damaged."""
+        folder = self.folder(run_id)
+        if str(folder) in self.run_files:
+            return self.run_files[str(folder)]
+        try:
+            return read_run_file(folder)
+        except DamagedFileError:
+            return None
+
+    @property
+    def missing_seeds(self) -> list[int]:
+        """The seeds `--seeds` asked for that no run (finished or not) of the benchmark has."""
+        return sorted(set(self.seed_filter or ()) - set(self.seeds_present))
 
     def folder(self, run_id: str) -> Path:
         return Path(self.info[run_id]["folder"])
@@ -78,13 +108,22 @@ class Results:
 
 def benchmarks_in(results_dir: Path) -> list[str]:
     """The benchmark folders of a results folder (names starting with `.` or `_`, such as `_bench`, skipped)."""
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise ResultsError(f"results folder {root} does not exist; run `clbench train ... --results {root}`")
+    root = _results_root(results_dir)
     names = [path.name for path in _subfolders(root)]
     if not names:
         raise ResultsError(f"no results in {root}; run `clbench train BENCHMARK -m METHOD --results {root}`")
     return names
+
+
+def _results_root(results_dir: Path) -> Path:
+    """The results folder, or ResultsError saying that it is a file or does not exist."""
+    root = Path(results_dir)
+    if root.exists() and not root.is_dir():
+        raise ResultsError(f"--results {root} is a file, not a results folder; give the folder `clbench train "
+                           f"--results` wrote into")
+    if not root.is_dir():
+        raise ResultsError(f"results folder {root} does not exist; run `clbench train ... --results {root}` first")
+    return root
 
 
 def _subfolders(path: Path) -> list[Path]:
@@ -109,20 +148,29 @@ def run_folders(results_dir: Path, benchmark: str) -> dict[Path, set[str]]:
     return folders
 
 
-def read_parquet_files(paths: Sequence[Path], columns: Sequence[tuple[str, str]]) -> pd.DataFrame:
+def read_parquet_files(paths: Sequence[Path], columns: Sequence[tuple[str, str]],
+                       damaged: dict[Path, str] | None = None) -> pd.DataFrame:
     """Many Parquet files as one DataFrame, read by a small thread pool (one footer parse per file).
 
     Only `columns` ((name, arrow type alias) pairs) are read, each cast to its type: a column that is all null
     in one file, or absent from it, reads as null. (A thread pool over `ParquetFile.read` measured 0.37 s for
-    1,000 run files against 0.64 s for one `pyarrow.dataset` read; `tools/bench_report.py`.)
+    1,000 run files against 0.64 s for one `pyarrow.dataset` read; `tools/bench_report.py`.) With `damaged`, a
+    file that cannot be read or has no rows is left out and recorded there (path -> what is wrong) instead of
+    raising.
     """
     import pyarrow as pa
 
-    if not paths:
-        return pd.DataFrame({name: pd.Series(dtype=_pandas_dtype(kind)) for name, kind in columns})
     schema = pa.schema([(name, pa.type_for_alias(kind)) for name, kind in columns])
     with ThreadPoolExecutor(READ_THREADS) as pool:
-        tables = list(pool.map(lambda path: _read_columns(path, schema.names), paths))
+        read = list(pool.map(lambda path: _read_or_problem(path, schema.names, damaged is not None), paths))
+    tables = []
+    for path, (table, problem) in zip(paths, read):
+        if problem is not None and damaged is not None:
+            damaged[path] = problem
+        elif table is not None:
+            tables.append(table)
+    if not tables:
+        return pd.DataFrame({name: pd.Series(dtype=_pandas_dtype(kind)) for name, kind in columns})
     table = pa.concat_tables(tables, promote_options="permissive")  # absent columns become nulls
     arrays = [table.column(field.name).cast(field.type) if field.name in table.column_names
               else pa.nulls(table.num_rows, field.type) for field in schema]
@@ -130,6 +178,19 @@ def read_parquet_files(paths: Sequence[Path], columns: Sequence[tuple[str, str]]
 
 
 READ_THREADS = 4
+
+
+def _read_or_problem(path: Path, names: Sequence[str], tolerant: bool) -> tuple[pa.Table | None, str | None]:
+    """(table, None), or (None, what is wrong) when `tolerant` and the file cannot be read or has no rows."""
+    import pyarrow as pa
+
+    if not tolerant:
+        return _read_columns(path, names), None
+    try:
+        table = _read_columns(path, names)
+    except (OSError, ValueError, pa.ArrowException) as error:
+        return None, f"{path} is damaged: not a readable Parquet file ({error})"
+    return (None, f"{path} is damaged: it has no rows") if table.num_rows == 0 else (table, None)
 
 
 def _read_columns(path: Path, names: Sequence[str]) -> pa.Table:
@@ -152,18 +213,22 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
 
     `spec_argument`: the spec file the user named the benchmark by, if any (see `Results.spec_argument`).
     """
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise ResultsError(f"results folder {root} does not exist; run `clbench train ... --results {root}` first")
+    root = _results_root(results_dir)
     folders = run_folders(root, benchmark)
-    finished = [folder for folder, files in folders.items() if ACCURACY_FILE in files]
-    frame = read_parquet_files([folder / ACCURACY_FILE for folder in finished], READ_COLUMNS)
+    run_files, damaged = read_run_files([folder for folder, files in folders.items() if RUN_FILE in files])
+    finished = [folder for folder, files in folders.items() if ACCURACY_FILE in files and folder not in damaged]
+    damaged_files: dict[Path, str] = {}
+    frame = read_parquet_files([folder / ACCURACY_FILE for folder in finished], READ_COLUMNS, damaged_files)
+    damaged |= {path.parent: problem for path, problem in damaged_files.items()}
     _check_schema_versions(frame, root, benchmark)
-    incomplete = [_incomplete_run(folder) for folder, files in folders.items()
-                  if ACCURACY_FILE not in files and RUN_FILE in files]
+    incomplete = [_incomplete_run(run_files[str(folder)]) for folder, files in folders.items()
+                  if ACCURACY_FILE not in files and str(folder) in run_files]
+    present = tuple(sorted({int(seed) for seed in frame["seed"].unique()}
+                           | {run["seed"] for run in incomplete if isinstance(run.get("seed"), int)}))
     if seeds is not None:
         frame = frame[frame["seed"].isin(list(seeds))].reset_index(drop=True)
         incomplete = [run for run in incomplete if run.get("seed") in set(seeds)]
+        damaged = {folder: problem for folder, problem in damaged.items() if _folder_seed(folder) in set(seeds)}
     first_rows = np.unique(pd.factorize(frame["run_id"])[0], return_index=True)[1]
     runs = frame.iloc[np.sort(first_rows)][["run_id", *IDENTITY]].set_index("run_id", drop=False)
     runs = runs.sort_index()
@@ -173,7 +238,7 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     files = {run_id: folders.get(Path(folder), set()) for run_id, folder in zip(runs.index, runs["folder"])}
     info = runs.to_dict("index")
     return Results(root, benchmark, frame, runs, metrics.accuracy_matrices(frame), incomplete, files, info,
-                   spec_argument)
+                   spec_argument, None if seeds is None else tuple(seeds), present, run_files, sorted(damaged.items()))
 
 
 def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> None:
@@ -186,8 +251,29 @@ def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> N
         check_schema(bad[bad["run_id"] == run_id], root / benchmark / str(run_id).split("/", 1)[-1] / ACCURACY_FILE)
 
 
-def _incomplete_run(folder: Path) -> dict[str, Any]:
-    info = json.loads((folder / RUN_FILE).read_text())
+def read_run_files(folders: Sequence[Path]) -> tuple[dict[str, dict[str, Any]], dict[Path, str]]:
+    """The run.json of each folder (by folder, as text), read by a thread pool, and the damaged ones (folder ->
+    what is wrong: not JSON, not a JSON object)."""
+    def read(folder: Path) -> dict[str, Any] | str:
+        try:
+            return parse_run_file(folder / RUN_FILE)
+        except DamagedFileError as error:
+            return str(error)
+
+    with ThreadPoolExecutor(READ_THREADS) as pool:
+        contents = list(pool.map(read, folders))
+    parsed = {str(folder): content for folder, content in zip(folders, contents) if isinstance(content, dict)}
+    damaged = {folder: content for folder, content in zip(folders, contents) if isinstance(content, str)}
+    return parsed, damaged
+
+
+def _folder_seed(folder: Path) -> int | None:
+    """The seed of a run folder `.../seed-<seed>`."""
+    text = folder.name.removeprefix("seed-")
+    return int(text) if text.isdigit() else None
+
+
+def _incomplete_run(info: dict[str, Any]) -> dict[str, Any]:
     return {key: info.get(key) for key in ("run_id", "status", "error", "method", "seed")}
 
 

@@ -10,7 +10,6 @@ A reporter module must not import torch.
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,7 +18,6 @@ import pandas as pd
 from clbench.errors import ResultsError
 from clbench.report.loading import Results, read_parquet_files
 from clbench.report.tables import Table
-from clbench.results import RUN_FILE
 
 # method -> reporter import string of the built-in approaches (torch-free; a test checks it against the classes).
 BUILTIN_REPORTERS = {"hat": "clbench.hat_report:HatReporter",
@@ -74,9 +72,8 @@ def reporter_string(results: Results, method: str) -> str | None:
     if method in BUILTIN_REPORTERS:
         return BUILTIN_REPORTERS[method]
     for run_id, run in results.info.items():
-        if run["method"] != method or RUN_FILE not in results.files.get(run_id, set()):
-            continue
-        declared = json.loads((results.folder(run_id) / RUN_FILE).read_text()).get(RUN_JSON_KEY)
+        stored = results.run_file(run_id) if run["method"] == method else None
+        declared = stored.get(RUN_JSON_KEY) if stored else None
         if declared:
             return str(declared)
     return None

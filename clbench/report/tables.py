@@ -3,7 +3,6 @@ their text cells."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.report.loading import REFERENCES, Results, load_results
 from clbench.report.statistics import METRICS, Cell, run_values, summarize
-from clbench.results import BENCH_COLUMNS, BENCH_FOLDER, RUN_FILE
+from clbench.results import BENCH_COLUMNS, BENCH_FOLDER
 
 if TYPE_CHECKING:
     pass
@@ -48,7 +47,8 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
     report = Report(benchmark, metric, [])
     report.notes += incomplete_notes(results)
     if results.frame.empty:
-        report.notes.append(f"no finished runs of {benchmark} in {results.results_dir}: run `clbench train "
+        chosen = f" with --seeds {format_seeds(results.seed_filter)}" if results.seed_filter is not None else ""
+        report.notes.append(f"no finished runs of {benchmark}{chosen} in {results.results_dir}: run `clbench train "
                             f"{results.command_name} -m METHOD --seeds 0-9 --results {results.results_dir}`")
         return report
     report.stages = list(range(1, int(results.frame["stage"].max()) + 1))
@@ -75,13 +75,36 @@ def _sort_value(cell: Cell) -> float:
 
 
 def incomplete_notes(results: Results) -> list[str]:
-    """One note per run that started but has no accuracy file, with the command that re-runs it."""
-    notes = []
+    """A note naming the seeds `--seeds` asked for that no run has, and one per run that started but has no
+    accuracy file, with the command that re-runs it."""
+    notes = seed_filter_notes(results)
     for run in results.incomplete:
         reason = f" ({run['error']})" if run.get("error") else ""
         notes.append(f"left out {run['run_id']}: {run['status']}{reason}; re-run `clbench train "
                      f"{results.command_name} -m {run['method']} --seeds {run['seed']}` (with the same --set options)")
+    return notes + damaged_notes(results)
+
+
+def damaged_notes(results: Results) -> list[str]:
+    """One note per run left out because a file of it is damaged, naming the file and the command that re-runs
+    it (from its last readable checkpoint)."""
+    notes = []
+    for folder, problem in results.damaged:
+        method, seed = folder.parent.parent.name, folder.name.removeprefix("seed-")
+        notes.append(f"left out {results.benchmark}/{method}/{folder.parent.name}/{folder.name}: {problem}; "
+                     f"`clbench train {results.command_name} -m {method} --seeds {seed}` (with the same --set "
+                     f"options) re-runs it from its last readable checkpoint")
     return notes
+
+
+def seed_filter_notes(results: Results) -> list[str]:
+    """`--seeds 1,9: no run of mnist2 has seed 9 ...` when the filter names seeds that no run has."""
+    missing = results.missing_seeds
+    if not missing or results.seed_filter is None:
+        return []
+    there = format_seeds(results.seeds_present) if results.seeds_present else "none"
+    return [f"--seeds {format_seeds(results.seed_filter)}: no run of {results.benchmark} has "
+            f"{_plural(len(missing), 'seed')} {format_seeds(missing)} in {results.results_dir} (seeds there: {there})"]
 
 
 def complete_runs(results: Results, notes: list[str]) -> list[str]:
@@ -174,9 +197,7 @@ def _parameter_count(results: Results, run_ids: Sequence[str], notes: list[str])
     """`parameters` from the runs' run.json (an int, or a dict with `total`); None when no run has it."""
     counts = set()
     for run_id in run_ids:
-        if RUN_FILE not in results.files.get(run_id, set()):
-            continue
-        value = json.loads((results.folder(run_id) / RUN_FILE).read_text()).get("parameters")
+        value = (results.run_file(run_id) or {}).get("parameters")
         value = value.get("total") if isinstance(value, dict) else value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             counts.add(int(value))

@@ -105,7 +105,7 @@ def test_evaluate_of_an_untrained_run_prints_a_train_command_with_the_spec_path(
     result = runner.invoke(app, ["evaluate", "mine.yaml", "-m", "sgd", "--seeds", "7", "--device", "cpu"])
     assert result.exit_code == 2
     [command] = printed_commands(result.output.replace("\n", " "))
-    assert command == ["train", "mine.yaml", "-m", "sgd", "--seeds", "7"]
+    assert command == ["train", "mine.yaml", "-m", "sgd", "--seeds", "7", "--results", "results"]
 
 
 def test_bench_and_list_take_the_spec_file(in_workdir: Path) -> None:

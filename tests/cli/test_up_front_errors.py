@@ -1,0 +1,179 @@
+"""Bad input that failed inside every run (or with a traceback) is one line and exit 2 when the command starts."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from clbench.approaches import ORIGINS, REGISTRY
+from clbench.cli import app
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))  # the custom-data tests' file builders
+from test_custom import constant_images, write_npz  # noqa: E402
+
+runner = CliRunner()
+TINY = ["--set", "training.max_epochs=1", "--set", "training.batch_size=4", "--device", "cpu"]
+NPZ_SPEC = """\
+name: mine
+datasets:
+  my-arrays: {format: npz, path: ./arrays.npz}
+data: {kind: split, datasets: [my-arrays], classes_per_task: [2], form: mnist28}
+network: {kind: mlp, hidden: [8]}
+"""
+PLUGIN = "import clbench.api as cl\n\n\nclass Mine(cl.Approach):\n    name = 'my-code'\n"
+
+
+@pytest.fixture(autouse=True)
+def restored_registry() -> Iterator[None]:
+    registry, origins = dict(REGISTRY), dict(ORIGINS)
+    yield
+    forget_plugins(registry, origins)
+
+
+def forget_plugins(registry: dict, origins: dict) -> None:
+    REGISTRY.clear()
+    REGISTRY.update(registry)
+    ORIGINS.clear()
+    ORIGINS.update(origins)
+
+
+def invoke(*arguments: str) -> tuple[int, str]:
+    """A command in a fresh registry (as a new process would have), its exit code and one-line output."""
+    registry, origins = dict(REGISTRY), dict(ORIGINS)
+    result = runner.invoke(app, list(arguments))
+    forget_plugins(registry, origins)
+    return result.exit_code, " ".join(result.output.split())
+
+
+def offline(tmp_path: Path) -> list[str]:
+    """No data and no mirror: a command that got past its checks fails fast on the missing data."""
+    return ["--data-dir", str(tmp_path / "data"), "--mirror", str(tmp_path / "no-mirror")]
+
+
+def test_alexnet_with_mnist28_is_refused(tmp_path: Path) -> None:
+    code, output = invoke("train", "mnist2", "-m", "sgd", "--set", "network.kind=alexnet", "--results",
+                          str(tmp_path / "r"), *offline(tmp_path))
+    assert code == 2, output
+    assert "`network.kind` alexnet needs `data.form` image32 (3x32x32 images), not mnist28" in output
+
+
+@pytest.mark.parametrize("command", ["train", "fetch"])
+def test_a_block_size_that_does_not_divide_a_custom_data_set_is_refused(command: str, tmp_path: Path) -> None:
+    write_npz(tmp_path / "arrays.npz", x_train=constant_images([10, 20, 30] * 2), y_train=np.array([0, 1, 2] * 2),
+              x_test=constant_images([15, 25, 35]), y_test=np.array([0, 1, 2]))
+    (tmp_path / "my.yaml").write_text(NPZ_SPEC)
+    options = ["-m", "sgd", "--results", str(tmp_path / "r"), *TINY] if command == "train" else []
+    code, output = invoke(command, str(tmp_path / "my.yaml"), *options, "--data-dir", str(tmp_path / "data"))
+    assert code == 2, output
+    assert "`data.classes_per_task` is 2 for my-arrays, which has 3 classes" in output
+    assert not list(tmp_path.rglob("run.json"))
+
+
+@pytest.mark.parametrize("command", [["train", "mnist2", "-m", "sgd"], ["evaluate", "mnist2", "-m", "sgd"],
+                                     ["bench", "mnist2", "-m", "sgd", "--device", "cpu"]])
+def test_a_results_path_that_is_a_file_is_refused(command: list[str], tmp_path: Path) -> None:
+    (tmp_path / "results.txt").write_text("")
+    code, output = invoke(*command, "--results", str(tmp_path / "results.txt"), "--data-dir", str(tmp_path / "d"))
+    assert code == 2, output
+    assert f"--results {tmp_path / 'results.txt'} is a file, not a folder" in output
+    code, output = invoke(*command, "--results", str(tmp_path / "results.txt" / "sub"), "--data-dir",
+                          str(tmp_path / "d"))
+    assert code == 2, output
+    assert f"cannot be created: {tmp_path / 'results.txt'} is a file" in output
+
+
+def test_a_results_folder_that_is_not_writable_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import clbench.results
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_access = clbench.results.os.access
+    monkeypatch.setattr(clbench.results.os, "access", lambda path, mode: Path(path) != locked and
+                        real_access(path, mode))  # root may write anywhere: the permission is simulated
+    code, output = invoke("train", "mnist2", "-m", "sgd", "--results", str(locked / "results"), *offline(tmp_path))
+    assert code == 2, output
+    assert f"--results {locked / 'results'} is not writable: no permission to write in {locked}" in output
+
+
+def test_report_says_a_results_path_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "results.txt").write_text("")
+    for arguments in (["report"], ["report", "mnist2"]):
+        code, output = invoke(*arguments, "--results", str(tmp_path / "results.txt"))
+        assert code == 2, output
+        assert f"--results {tmp_path / 'results.txt'} is a file, not a results folder" in output
+
+
+@pytest.mark.parametrize(("attribute", "expected"), [
+    ("name = 3", "Bad.name is 3 (int); set it to a string"),
+    ("name = None", "Bad has no `name`"),
+    ("name = 'bad'\n    hyperparameters_class = dict", "Bad.hyperparameters_class is <class 'dict'>, not a dataclass"),
+    ("name = 'bad'\n    hyperparameters_class = 'Mine'", "Bad.hyperparameters_class is 'Mine', not a dataclass"),
+])
+def test_a_plugin_with_a_bad_class_attribute_is_one_line(attribute: str, expected: str, tmp_path: Path) -> None:
+    plugin = tmp_path / "bad.py"
+    plugin.write_text(f"import clbench.api as cl\n\n\nclass Bad(cl.Approach):\n    {attribute}\n")
+    code, output = invoke("train", "mnist2", "-m", f"{plugin}:Bad", "--results", str(tmp_path / "r"))
+    assert code == 2, output
+    assert expected in output and "Traceback" not in output
+
+
+def test_a_plugin_file_without_its_class_suggests_the_file_class_form(tmp_path: Path) -> None:
+    plugin = tmp_path / "mine.py"
+    plugin.write_text(PLUGIN)
+    code, output = invoke("train", "mnist2", "-m", str(plugin), "--results", str(tmp_path / "r"))
+    assert code == 2, output
+    assert (f"--method '{plugin}' names a file: add the approach class after a colon, {plugin}:ClassName "
+            f"(Approach subclasses in it: Mine)") in output
+
+
+def test_evaluate_of_a_plugin_by_name_says_to_pass_its_file(tmp_path: Path) -> None:
+    write_npz(tmp_path / "arrays.npz")
+    (tmp_path / "my.yaml").write_text(NPZ_SPEC)
+    (tmp_path / "mine.py").write_text(PLUGIN)
+    common = ["--seeds", "0", "--results", str(tmp_path / "r"), "--data-dir", str(tmp_path / "data"), *TINY]
+    assert invoke("train", str(tmp_path / "my.yaml"), "-m", f"{tmp_path / 'mine.py'}:Mine", *common)[0] == 0
+    code, output = invoke("evaluate", str(tmp_path / "my.yaml"), "-m", "my-code", *common)
+    assert code == 2, output
+    assert (f"unknown method 'my-code': its runs in {tmp_path / 'r'} were made by the plugin file "
+            f"{tmp_path / 'mine.py'}; pass the file: -m {tmp_path / 'mine.py'}:Mine") in output
+    assert invoke("evaluate", str(tmp_path / "my.yaml"), "-m", f"{tmp_path / 'mine.py'}:Mine", *common)[0] == 0
+
+
+def test_a_spec_path_that_is_a_folder_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "specs").mkdir()
+    code, output = invoke("train", str(tmp_path / "specs"), "-m", "sgd", "--results", str(tmp_path / "r"))
+    assert code == 2, output
+    assert f"spec path {tmp_path / 'specs'} is a folder, not a YAML file" in output
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mnist2").mkdir()  # a folder named like a shipped benchmark does not hide it
+    assert invoke("spec", "mnist2")[0] == 0
+
+
+def test_nan_pixels_in_an_npz_are_named_as_nan(tmp_path: Path) -> None:
+    images = np.full((4, 28, 28), 0.5)
+    images[2, 3, 4] = np.nan
+    write_npz(tmp_path / "arrays.npz", x_train=images)
+    (tmp_path / "my.yaml").write_text(NPZ_SPEC)
+    code, output = invoke("fetch", str(tmp_path / "my.yaml"), "--data-dir", str(tmp_path / "data"))
+    assert code == 2, output
+    assert "x_train: 1 pixel value(s) are NaN (the first in image 2)" in output
+
+
+def test_the_command_evaluate_suggests_keeps_results(tmp_path: Path) -> None:
+    results = tmp_path / "my results"
+    code, output = invoke("evaluate", "mnist2", "-m", "sgd", "--seeds", "3", "--results", str(results),
+                          *offline(tmp_path))
+    assert code == 2, output
+    assert f"train it first with `clbench train mnist2 -m sgd --seeds 3 --results '{results}'`" in output
+
+
+def test_an_unknown_method_names_the_plugin_forms(tmp_path: Path) -> None:
+    code, output = invoke("train", "mnist2", "-m", "my-method", "--results", str(tmp_path / "r"), *offline(tmp_path))
+    assert code == 2, output
+    assert "unknown method 'my-method'" in output
+    assert "a plugin is named by its file or module: -m path/to/file.py:ClassName" in output
