@@ -198,7 +198,7 @@ def test_classes_per_task_needs_exactly_one_value_per_data_set(tmp_path: Path, c
 def test_an_own_data_set_name_is_checked_whole(tmp_path: Path, name: str) -> None:
     # the name becomes part of a cache folder (`custom/<name>-<hash>`): every character counts, not a prefix
     path = write(tmp_path, f"{MINIMAL}datasets:\n  '{name}': {{format: npz, path: a.npz}}\n")
-    with pytest.raises(SpecError, match="a data set name uses letters, digits"):
+    with pytest.raises(SpecError, match=r"the data set name `datasets\..*`.*: a name uses letters, digits"):
         load_benchmark(str(path))
     assert load_benchmark(str(write(tmp_path, f"{MINIMAL}datasets:\n  my.data_2-b: {{format: npz, path: a.npz}}\n"))
                           ).datasets.keys() == {"my.data_2-b"}
