@@ -77,11 +77,11 @@ from clbench.approaches.base import (
     register,
 )
 from clbench.approaches.plugins import ENTRY_POINT_GROUP
-from clbench.config import field
 from clbench.data.tasks import Batch, InputTransform, LabelledData, Task, TaskSequence
 from clbench.errors import ClbenchError, SpecError
 from clbench.nets import MultiHeadNet
 from clbench.spec import NetworkSpec, TrainingSpec
+from clbench.spec.fields import field
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -40,7 +40,6 @@ import torch
 import clbench
 from clbench.approaches import Approach, ApproachContext, resolve
 from clbench.approaches.base import Evaluation
-from clbench.config import stable_hash, to_dict
 from clbench.data.custom import custom_datasets, load_custom, n_classes_lookup
 from clbench.data.sources import ImageSet, PreparedDataset, get_source
 from clbench.data.tasks import DatasetLoader, LabelledData, TaskSequence, build_tasks, head_sizes_for, task_order
@@ -48,6 +47,7 @@ from clbench.errors import ClbenchError, DataNotFoundError
 from clbench.results import BENCH_COLUMNS, BENCH_FOLDER, utc_now, write_parquet
 from clbench.seeding import numpy_generator, seed_global_torch
 from clbench.spec import BenchmarkSpec, DataSpec, class_blocks
+from clbench.spec.fields import stable_hash, to_dict
 
 EPOCH_MODES = ("auto", "measure", "extrapolate")
 FORM_SHAPES = {"mnist28": (1, 28, 28), "image32": (3, 32, 32)}

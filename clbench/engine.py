@@ -28,7 +28,6 @@ import torch
 from clbench.approaches import Approach, ApproachContext, ResolvedApproach, resolve
 from clbench.approaches.base import EpochLog, TaskLog
 from clbench.approaches.plugins import origin_of
-from clbench.config import stable_hash, to_dict
 from clbench.data.custom import CustomDataset
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
 from clbench.errors import ClbenchError, DataNotFoundError
@@ -51,6 +50,7 @@ from clbench.results import (
 )
 from clbench.seeding import seed_global_torch
 from clbench.spec import BenchmarkSpec, command_argument
+from clbench.spec.fields import stable_hash, to_dict
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ import clbench.approaches.si  # noqa: F401  (registration)
 from clbench.approaches import joint, random_classifier, sgd, sgd_frozen  # noqa: F401  (registration)
 from clbench.approaches.base import ORIGINS, REGISTRY, Approach, ApproachContext, Hyperparameters
 from clbench.approaches.plugins import ensure_loaded, is_method_spec, load_entry_points, load_method, reload_spec
-from clbench.config import build, to_dict
 from clbench.errors import SpecError
 from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections
+from clbench.spec.fields import build, to_dict
 
 __all__ = ["ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach", "resolve",
            "approach_names"]

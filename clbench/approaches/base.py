@@ -29,12 +29,12 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from clbench.config import field
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network
 from clbench.seeding import torch_generator
 from clbench.spec import NetworkSpec, TrainingSpec
+from clbench.spec.fields import field
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from typing import Any
 import torch
 
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, register
-from clbench.config import field
 from clbench.data.tasks import TaskSequence
 from clbench.regularizers import (
     ParameterDict,
@@ -29,6 +28,7 @@ from clbench.regularizers import (
     merge_fisher,
     task_fisher,
 )
+from clbench.spec.fields import field
 
 
 @dataclass(frozen=True)

@@ -45,9 +45,9 @@ from torch.nn import functional
 
 from clbench import hat_functions
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, register
-from clbench.config import field
 from clbench.data.tasks import Batch, TaskSequence
 from clbench.nets.hat import EMBEDDING_INITS, GatedNet, build_hat_network
+from clbench.spec.fields import field
 
 
 @dataclass(frozen=True)

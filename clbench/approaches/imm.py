@@ -19,7 +19,6 @@ from typing import Any
 import torch
 
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, register
-from clbench.config import field
 from clbench.data.tasks import TaskSequence
 from clbench.nets import MultiHeadNet
 from clbench.regularizers import (
@@ -30,6 +29,7 @@ from clbench.regularizers import (
     l2_transfer_penalty,
     task_fisher,
 )
+from clbench.spec.fields import field
 
 
 def body_named_parameters(network: MultiHeadNet) -> dict[str, torch.nn.Parameter]:

@@ -22,10 +22,10 @@ from torch.nn import functional
 
 from clbench.approaches.base import Hyperparameters, StepInfo, register
 from clbench.approaches.lwf import WithPreviousModel
-from clbench.config import field
 from clbench.data.tasks import Batch
 from clbench.nets import MultiHeadNet
 from clbench.regularizers import lfl_penalty
+from clbench.spec.fields import field
 
 
 def last_body_linear(network: MultiHeadNet) -> nn.Linear:

@@ -20,10 +20,10 @@ import torch
 from torch.nn import functional
 
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, register
-from clbench.config import field
 from clbench.data.tasks import Batch, TaskSequence
 from clbench.nets import MultiHeadNet
 from clbench.regularizers import ParameterDict, distillation_loss, frozen_network
+from clbench.spec.fields import field
 
 
 class WithPreviousModel(Approach):

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from clbench.approaches.base import Hyperparameters, register
 from clbench.approaches.importance_penalty import ImportancePenalty
-from clbench.config import field
 from clbench.data.tasks import TaskSequence
 from clbench.importance import mas_importance
+from clbench.spec.fields import field
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,9 @@ from clbench.approaches.base import (
     register,
 )
 from clbench.approaches.imm import body_named_parameters
-from clbench.config import field
 from clbench.data.tasks import TaskSequence
 from clbench.spec import TrainingSpec
+from clbench.spec.fields import field
 
 
 @dataclass(frozen=True)

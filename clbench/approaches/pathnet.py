@@ -58,11 +58,11 @@ from clbench.approaches.base import (
     TaskLog,
     register,
 )
-from clbench.config import field
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.nets.pathnet import PathNet, base_widths, body_plan, build_pathnet, pathnet_parameter_count
 from clbench.sizing import WidthMatch, match_widths
 from clbench.spec import NetworkSpec
+from clbench.spec.fields import field
 
 PathList = list[list[int]]  # (L, N) module indices
 

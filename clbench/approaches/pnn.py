@@ -26,12 +26,12 @@ from typing import Any
 from torch import nn
 
 from clbench.approaches.base import Approach, Hyperparameters, register
-from clbench.config import field
 from clbench.data.tasks import TaskSequence
 from clbench.nets.pathnet import base_widths, body_plan, pathnet_parameter_count
 from clbench.nets.progressive import ProgressiveNet, build_progressive, progressive_parameter_count
 from clbench.sizing import WidthMatch, match_widths
 from clbench.spec import NetworkSpec
+from clbench.spec.fields import field
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ import torch
 
 from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo, register
 from clbench.approaches.importance_penalty import ImportancePenalty
-from clbench.config import field
 from clbench.data.tasks import TaskSequence
 from clbench.importance import (
     ParameterDict,
@@ -35,6 +34,7 @@ from clbench.importance import (
     si_path_step,
 )
 from clbench.regularizers import detached_copy
+from clbench.spec.fields import field
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ def grid_override_sets(overrides: list[str], grid: list[str]) -> list[list[str]]
     """The `--set` overrides, extended by each combination of the `--grid` values (one set without a grid)."""
     if not grid:
         return [list(overrides)]
-    from clbench.grid import expand_grid
+    from clbench.spec.grid import expand_grid
 
     return [[*overrides, *combination] for combination in expand_grid(grid)]
 

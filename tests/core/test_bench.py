@@ -25,13 +25,13 @@ from clbench.bench import (
     write_bench,
 )
 from clbench.bench import synthetic_loader as bench_synthetic_loader
-from clbench.config import stable_hash
 from clbench.data.tasks import build_tasks
 from clbench.engine import run_config
 from clbench.errors import SpecError
 from clbench.nets import build_network
 from clbench.nets.hat import build_hat_network
 from clbench.spec import load_benchmark
+from clbench.spec.fields import stable_hash
 
 CPU = torch.device("cpu")
 

@@ -333,8 +333,8 @@ def test_split_tasks_from_an_own_data_set(tmp_path: Path) -> None:
 
 
 def test_run_identity_follows_the_content(tmp_path: Path) -> None:
-    from clbench.config import stable_hash, to_dict
     from clbench.engine import data_identity, plan_runs
+    from clbench.spec.fields import stable_hash, to_dict
 
     path = write_npz(tmp_path / "arrays.npz")
     spec_file = write_spec(tmp_path, "{my-arrays: {format: npz, path: arrays.npz}}")

@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from clbench.config import build, field, parse_override
 from clbench.errors import SpecError
+from clbench.spec.fields import build, field, parse_override
 
 TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants",
                   "datasets")
@@ -129,7 +129,7 @@ def benchmarks_dir() -> Path:
     The repository keeps the specs at its top level; the wheel ships them as the package data `clbench.benchmarks`
     (see setup.py). A source checkout or an editable install reads them where they are.
     """
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # clbench/ (this file is clbench/spec/benchmark.py)
     installed = package / "benchmarks"
     return installed if installed.is_dir() else package.parent / "benchmarks"
 

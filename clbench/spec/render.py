@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from clbench.config import to_dict
-from clbench.spec import BenchmarkSpec
+from clbench.spec.benchmark import BenchmarkSpec
+from clbench.spec.fields import to_dict
 
 INDENT = "  "
 
@@ -34,7 +34,7 @@ def commented(key: str, value: Any, doc: str, depth: int) -> str:
 
 
 def dataclass_lines(instance: Any, depth: int) -> list[str]:
-    """Every field of a config dataclass, with its value and the doc of `clbench.config.field`."""
+    """Every field of a config dataclass, with its value and the doc of `clbench.spec.fields.field`."""
     values = to_dict(instance)
     return [commented(f.name, values[f.name], f.metadata.get("doc", ""), depth)
             for f in dataclasses.fields(instance)]
