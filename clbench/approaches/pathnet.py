@@ -22,7 +22,7 @@ binary tournament):
 The base loop (one schedule, one optimiser) cannot express several candidates with their own schedules, so
 `learn_task` is overridden; it reuses the base class's epoch, validation and schedule pieces.
 
-Module widths are chosen by `clbench.sizing` so that all L x M modules and the heads have as many parameters as
+Module widths are chosen by `clbench.nets.sizing` so that all L x M modules and the heads have as many parameters as
 the base network (the reference: 0.258 x the base widths for M = 16, N = 3). Achieved counts (M = 16;
 tests/test_pathnet.py checks them):
 - mixture8, AlexNet, 8 tasks, 293 classes: 7,104,229 -> 7,097,797 (-0.09%), modules (17, 33, 66, 528, 528)
@@ -60,7 +60,7 @@ from clbench.approaches.base import (
 )
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.nets.pathnet import PathNet, base_widths, body_plan, build_pathnet, pathnet_parameter_count
-from clbench.sizing import WidthMatch, match_widths
+from clbench.nets.sizing import WidthMatch, match_widths
 from clbench.spec import NetworkSpec
 from clbench.spec.fields import field
 

@@ -2,7 +2,7 @@
 
 Task t trains only column t (its layers, its lateral adapters from columns 0..t-1 and its head); the logits of
 task t use columns 0..t, so earlier tasks' functions never change. All T columns are built up front with one
-common width per layer, chosen by `clbench.sizing` so that the whole network (columns, adapters, heads) has as
+common width per layer, chosen by `clbench.nets.sizing` so that the whole network (columns, adapters, heads) has as
 many parameters as the base network with its heads (the reference scaled each column to 1.117 / T of the base).
 
 Achieved parameter counts (base -> PNN; tests/test_pnn.py checks them):
@@ -29,7 +29,7 @@ from clbench.approaches.base import Approach, Hyperparameters, register
 from clbench.data.tasks import TaskSequence
 from clbench.nets.pathnet import base_widths, body_plan, pathnet_parameter_count
 from clbench.nets.progressive import ProgressiveNet, build_progressive, progressive_parameter_count
-from clbench.sizing import WidthMatch, match_widths
+from clbench.nets.sizing import WidthMatch, match_widths
 from clbench.spec import NetworkSpec
 from clbench.spec.fields import field
 

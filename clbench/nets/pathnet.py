@@ -2,7 +2,7 @@
 
 A layer's output is the sum of the activations of its chosen modules (the paper's Sec. 2.1: "the outputs of the
 modules in a layer are summed"); a module is one conv (ReLU, dropout, 2x2 max-pool) or one linear layer (ReLU,
-dropout) of the base body, narrowed to a common module width per layer (`clbench.sizing` picks the widths so that
+dropout) of the base body, narrowed to a common module width per layer (`clbench.nets.sizing` picks the widths so that
 the whole network has as many parameters as the base network). Each task has its own linear head.
 
 This file also holds the layer plans of the spec's bodies (`BodyPlan`), which `clbench.nets.progressive` reuses.

@@ -1,6 +1,6 @@
 """Progressive neural networks (Rusu et al. 2016): one column per task with lateral adapters.
 
-Column k is the spec's body (narrowed; `clbench.sizing` picks the widths so that all columns, adapters and heads
+Column k is the spec's body (narrowed; `clbench.nets.sizing` picks the widths so that all columns, adapters and heads
 together have as many parameters as the base network) plus task k's head. Layer i >= 2 of column k (and its
 head) also receives the earlier columns' layer i-1 activations through the paper's non-linear lateral adapter
 (Sec. 2): h_i^(k) = relu(W_i^(k) h_{i-1}^(k) + U_i^(k) relu(V_i^(k) [alpha_j h_{i-1}^(j)]_{j<k})), where
