@@ -22,8 +22,8 @@ import torch
 from clbench.approaches import resolve
 from clbench.approaches.base import ApproachContext
 from clbench.data.tasks import LabelledData, build_tasks
-from clbench.engine import fetching_loader, loader_for
 from clbench.importance import ParameterDict, mas_importance
+from clbench.run.engine import fetching_loader, loader_for
 from clbench.spec import load_benchmark
 
 DEMO_BATCH = 200  # Demo.ipynb: batch_size=200, b1=False

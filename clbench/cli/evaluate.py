@@ -33,7 +33,7 @@ def evaluate(
     """Re-evaluate trained runs from their per-task checkpoints; writes evaluation.parquet in each run folder."""
     from rich.table import Table
 
-    from clbench.engine import fetching_loader, plan_runs, reevaluate, resolve_device
+    from clbench.run.engine import fetching_loader, plan_runs, reevaluate, resolve_device
     from clbench.spec import load_benchmark
 
     methods = load_methods(method)

@@ -1,7 +1,7 @@
 """`clbench train`: sequential training per approach and seed, results as Parquet.
 
 Runs are resumed after their last finished task, locked while they run, and executed one after another, over
-`--jobs` worker processes, or on Ray (`--executor ray`); see `clbench.scheduler`.
+`--jobs` worker processes, or on Ray (`--executor ray`); see `clbench.run.scheduler`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from clbench.cli.common import (
 
 if TYPE_CHECKING:
     from clbench.data.tasks import DatasetLoader
-    from clbench.engine import RunOutcome, RunPlan
-    from clbench.scheduler import Execution
+    from clbench.run.engine import RunOutcome, RunPlan
+    from clbench.run.execution import Execution
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -67,8 +67,8 @@ def train(
                                                          "do not resume stopped ones."),
 ) -> None:
     """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
-    from clbench.engine import fetching_loader, plan_runs, prepare_data, unique_plans
-    from clbench.scheduler import Execution, check_execution, parse_devices
+    from clbench.run.engine import fetching_loader, plan_runs, prepare_data, unique_plans
+    from clbench.run.execution import Execution, check_execution, parse_devices
     from clbench.spec import load_benchmark
 
     seed_list = parse_seeds(seeds)
@@ -105,7 +105,7 @@ def grid_override_sets(overrides: list[str], grid: list[str]) -> list[list[str]]
 
 def _run(plans: list[RunPlan], execution: Execution, loader: DatasetLoader) -> list[RunOutcome]:
     from clbench.cli.progress import RunsOverview
-    from clbench.scheduler import run_plans
+    from clbench.run.execution import run_plans
 
     with RunsOverview(console(), len(plans)) as overview:
         return run_plans(plans, execution, loader, overview)

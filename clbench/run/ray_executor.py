@@ -17,9 +17,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from clbench.engine import RunOutcome
 from clbench.errors import ClbenchError
-from clbench.scheduler import Event, EventSink, ForwardingObserver, RunRequest, ScheduleListener, dispatch, run_request
+from clbench.run.engine import RunOutcome
+from clbench.run.scheduler import (
+    Event,
+    EventSink,
+    ForwardingObserver,
+    RunRequest,
+    ScheduleListener,
+    dispatch,
+    run_request,
+)
 
 
 def import_ray() -> Any:

@@ -2,7 +2,7 @@
 
 A `RunRequest` is everything one run needs (plan, device, data loader, `force`, CPU threads); it is picklable,
 so the same `run_request` executes it here, in a spawned worker process (`run_in_processes`) or in a Ray task
-(`clbench.ray_executor`). A failing run becomes a `failed` outcome and the others go on; a worker that dies
+(`clbench.run.ray_executor`). A failing run becomes a `failed` outcome and the others go on; a worker that dies
 (killed, out of memory) is reported as failed too. Progress reaches a `ScheduleListener` (the CLI's live
 overview): the engine's observer events of every run, plus `run_launched` and `run_ended`.
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clbench.data.tasks import DatasetLoader
-from clbench.engine import RunObserver, RunOutcome, RunPlan
 from clbench.results import is_complete
+from clbench.run.engine import RunObserver, RunOutcome, RunPlan
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -108,7 +108,7 @@ def run_request(request: RunRequest, observer: RunObserver) -> RunOutcome:
     """Execute one run wherever this is called; a failure becomes `failed`, Ctrl-C `interrupted`."""
     import torch
 
-    from clbench.engine import execute
+    from clbench.run.engine import execute
 
     if request.threads:
         torch.set_num_threads(request.threads)
@@ -311,74 +311,3 @@ class _WorkerPool:
             self._record(index, RunOutcome(self.plans[index], "interrupted", error="killed after Ctrl-C"))
         self._close(timeout=5.0)
 
-
-# ---------------------------------------------------------------------- choosing an executor
-
-EXECUTORS = ("local", "ray")
-
-
-@dataclass(frozen=True)
-class Execution:
-    """How a command's runs are executed: where, how many at once, on which devices."""
-
-    executor: str = "local"  # local: this machine (in this process, or `jobs` worker processes); ray: a Ray cluster
-    jobs: int = 1
-    device: str = "auto"  # auto, cpu, cuda, cuda:N (every run, unless `devices`)
-    devices: tuple[str, ...] = ()  # the local workers' devices, round-robin over worker slots
-    address: str | None = None  # Ray cluster address (None: RAY_ADDRESS or a new local Ray)
-    gpus_per_run: float = 1.0  # Ray: GPUs per run on CUDA (a fraction shares a GPU)
-    force: bool = False
-
-
-def parse_devices(text: str) -> tuple[str, ...]:
-    """`0,1` -> (`cuda:0`, `cuda:1`); names (`cpu`, `cuda`, `cuda:1`) are kept."""
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    return tuple(f"cuda:{name}" if name.isdigit() else name for name in names)
-
-
-def check_execution(execution: Execution) -> Execution:
-    """Validate the options before any work (ClbenchError naming the option); resolves local devices."""
-    from clbench.engine import resolve_device
-    from clbench.errors import ClbenchError
-
-    if execution.executor not in EXECUTORS:
-        raise ClbenchError(f"--executor {execution.executor!r}: use one of {', '.join(EXECUTORS)}")
-    if execution.jobs < 1:
-        raise ClbenchError(f"--jobs {execution.jobs}: give at least 1")
-    if execution.executor == "ray":
-        from clbench.ray_executor import import_ray
-
-        if execution.jobs != 1 or execution.devices:
-            raise ClbenchError("--jobs and --devices are for the local executor; Ray places runs by their "
-                               "resources (use --gpus-per-run to share GPUs)")
-        if execution.gpus_per_run <= 0 or (execution.gpus_per_run > 1 and execution.gpus_per_run % 1):
-            raise ClbenchError(f"--gpus-per-run {execution.gpus_per_run}: use a fraction in (0, 1] or a whole number")
-        import_ray()
-        return execution
-    if execution.devices and execution.device != "auto":
-        raise ClbenchError("give either --device or --devices, not both")
-    devices = execution.devices or (execution.device,)
-    return replace(execution, devices=tuple(str(resolve_device(name)) for name in devices))
-
-
-def run_plans(plans: Sequence[RunPlan], execution: Execution, loader: DatasetLoader,
-              listener: ScheduleListener) -> list[RunOutcome]:
-    """Execute the plans as `execution` says (checked by `check_execution`); outcomes in plan order."""
-    requests = [RunRequest(plan, execution.devices[0] if execution.devices else execution.device, loader,
-                           execution.force) for plan in plans]
-    to_run, skipped = already_finished(requests)
-    for outcome in skipped:
-        listener.run_ended(outcome)
-    if execution.executor == "ray":
-        from clbench.ray_executor import run_on_ray
-
-        outcomes = run_on_ray(to_run, listener, address=execution.address, device=execution.device,
-                              gpus_per_run=execution.gpus_per_run)
-    elif execution.jobs == 1:
-        outcomes = run_serially(to_run, listener)
-    else:
-        threads = cpu_threads_per_job(execution.jobs)
-        outcomes = run_in_processes([replace(request, threads=threads) for request in to_run], execution.jobs,
-                                    execution.devices, listener)
-    by_folder = {outcome.plan.run_dir: outcome for outcome in [*skipped, *outcomes]}
-    return [by_folder[plan.run_dir] for plan in plans]

@@ -31,7 +31,6 @@ from clbench.approaches.plugins import origin_of
 from clbench.data.custom import CustomDataset
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
 from clbench.errors import ClbenchError, DataNotFoundError
-from clbench.locking import held_lock, lock_holder
 from clbench.nets import parameter_count
 from clbench.results import (
     ACCURACY_FILE,
@@ -48,6 +47,7 @@ from clbench.results import (
     write_json,
     write_parquet,
 )
+from clbench.run.locking import held_lock, lock_holder
 from clbench.seeding import seed_global_torch
 from clbench.spec import BenchmarkSpec, command_argument
 from clbench.spec.fields import stable_hash, to_dict
