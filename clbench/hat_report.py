@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from clbench.report.formatting import Table, format_seeds, plain
 from clbench.report.loading import Results, read_parquet_files
 from clbench.report.monitoring import MonitoringReporter
 from clbench.report.statistics import run_values
-from clbench.report.tables import Table, _plain, format_seeds
 
 CAPACITY_COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("mask", "string"),
                     ("layer", "string"), ("used", "int64"), ("weights", "int64"), ("fraction", "double"))
@@ -202,7 +202,7 @@ def _capacity_table(config: HatMonitoring, mask: str, title: str) -> Table:
     means = {(int(stage), layer): value for stage, layer, value in zip(part["stage"], part["layer"], part["mean"])}
     rows = []
     for stage in sorted({stage for stage, _ in means}):
-        cells = [_plain(100 * means[(stage, layer)], 1) if (stage, layer) in means else "–" for layer in config.layers]
+        cells = [plain(100 * means[(stage, layer)], 1) if (stage, layer) in means else "–" for layer in config.layers]
         rows.append([str(stage), *cells])
     notes = [_task_order_note(config)] if mask == "task" else []
     return Table(["after task", *config.layers], rows, title, [note for note in notes if note])
@@ -212,7 +212,7 @@ def _reuse_table(config: HatMonitoring, title: str) -> Table:
     reuse = {(int(i), int(j)): value for i, j, value in zip(config.reuse["task"], config.reuse["later_task"],
                                                              config.reuse["mean"])}
     size = max(j for _, j in reuse)
-    rows = [[str(i), *[_plain(100 * reuse[(i, j)], 1) if (i, j) in reuse else ""
+    rows = [[str(i), *[plain(100 * reuse[(i, j)], 1) if (i, j) in reuse else ""
                                        for j in range(2, size + 1)]] for i in range(1, size)]
     return Table(["task i \\ j", *[str(j) for j in range(2, size + 1)]], rows, title)
 
@@ -224,7 +224,7 @@ def _task_order_note(config: HatMonitoring) -> str:
 
 
 def sensitivity_table(sensitivity: Sensitivity) -> Table:
-    rows = [[f"smax={smax:g}", *[_plain(value) for value in values]]
+    rows = [[f"smax={smax:g}", *[plain(value) for value in values]]
             for smax, values in zip(sensitivity.smax, sensitivity.values)]
     title = f"hat: rho<={sensitivity.stage} over smax x c (seed {sensitivity.seed})"
     return Table(["", *[f"c={c:g}" for c in sensitivity.c]], rows, title)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from clbench.report.formatting import Table, format_seeds, plain
 from clbench.report.loading import Results
 from clbench.report.monitoring import MonitoringReporter
-from clbench.report.tables import Table, _plain, format_seeds
 
 TABLE = "packnet_capacity"
 COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("task", "int64"), ("layer", "string"),
@@ -36,7 +36,7 @@ class PackNetReporter(MonitoringReporter):
             tasks = sorted(int(task) for task in group["task"].unique())
             layers = list(dict.fromkeys(group["layer"]))  # in the order PackNet stores them, `total` last
             header = ["layer", *[f"task {task}" if task else "free" for task in tasks]]
-            rows = [[layer, *[_plain(100 * means.get((layer, task), float("nan")), 1) for task in tasks]]
+            rows = [[layer, *[plain(100 * means.get((layer, task), float("nan")), 1) for task in tasks]]
                     for layer in layers]
             title = (f"{label}: % of each layer's weights owned by each task after task {int(group['stage'].max())}"
                      f", mean over seeds {format_seeds(int(seed) for seed in group['seed'].unique())}")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from clbench.report.formatting import Table, format_seeds, plain
 from clbench.report.loading import Results
 from clbench.report.monitoring import MonitoringReporter
-from clbench.report.tables import Table, _plain, format_seeds
 
 TABLE = "penalty_stiffness"
 STRENGTH = {"si": "c", "mas": "lamb"}  # the hyper-parameter that scales each method's penalty
@@ -50,7 +50,7 @@ class PenaltyReporter(MonitoringReporter):
         for label, group in frame.groupby("label", sort=True):
             means = group.groupby("parameter", sort=False)[MEANS].mean()
             rows = [[name, significant(row.max_importance), significant(row.max_stiffness),
-                     _plain(100 * row.fraction, 2), significant(row.min_importance), significant(row.negative)]
+                     plain(100 * row.fraction, 2), significant(row.min_importance), significant(row.negative)]
                     for name, row in means.iterrows()]
             unstable = means[means["fraction"] > 0].index.tolist()
             notes = ([f"plain SGD is unstable on {', '.join(unstable)}: weights with lr * 2 * strength * Omega > 2 "

@@ -17,49 +17,38 @@ averaged silently: they are listed in the notes with the command that fixes them
 
 One module per job: `loading` (results folders, Parquet reads, schema checks, labels), `statistics` (Cell,
 summarize, Student-t, per-run forgetting-ratio values against matched references), `tables` (Table objects),
-`render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters). Every name is re-exported here.
+`render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters), `formatting` (`Table` and
+number formats). Every public name is re-exported here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from clbench.report.loading import (  # noqa: F401
+from clbench.report.formatting import Table, format_seeds, plain
+from clbench.report.loading import (
     IDENTITY,
     READ_COLUMNS,
     READ_THREADS,
     REFERENCES,
     Results,
-    _check_schema_versions,
-    _config_description,
-    _differing,
-    _incomplete_run,
-    _pandas_dtype,
-    _read_columns,
-    _subfolders,
     benchmarks_in,
     load_results,
     method_labels,
     read_parquet_files,
     run_folders,
 )
-from clbench.report.monitoring import (  # noqa: F401
+from clbench.report.monitoring import (
     BUILTIN_REPORTERS,
     MonitoringReporter,
     load_reporter,
     monitoring_reporters,
+    monitoring_table_notes,
     reporter_string,
 )
-from clbench.report.render import (  # noqa: F401
+from clbench.report.render import (
     FORMATS,
     LATEX_SPECIALS,
-    _cell_columns,
-    _html_header,
-    _latex_header,
-    _render_html,
-    _render_latex,
-    _render_markdown,
-    _render_one,
     latex_escape,
     render,
     render_tables,
@@ -67,15 +56,11 @@ from clbench.report.render import (  # noqa: F401
     summary_csv,
     time_csv,
 )
-from clbench.report.statistics import (  # noqa: F401
+from clbench.report.statistics import (
     CONFIDENCE,
     METRICS,
     REFERENCE_KEYS,
     Cell,
-    _is_method_override,
-    _present,
-    _reference_command,
-    _run_values,
     match_reference,
     reference_candidates,
     run_values,
@@ -83,26 +68,18 @@ from clbench.report.statistics import (  # noqa: F401
     student_t_two_sided,
     summarize,
 )
-from clbench.report.tables import (  # noqa: F401
+from clbench.report.tables import (
     Report,
     Summary,
     SummaryRow,
-    Table,
     TimeReport,
     TimeRow,
-    _bench_notes,
-    _device_notes,
-    _parameter_count,
-    _plain,
-    _plural,
-    _sort_value,
     build_report,
     build_summary,
     build_time_report,
     complete_runs,
     format_cell,
     format_parameters,
-    format_seeds,
     format_value,
     header,
     incomplete_notes,
@@ -113,7 +90,20 @@ from clbench.report.tables import (  # noqa: F401
     table_rows,
     time_table,
 )
-from clbench.results import BENCH_COLUMNS, BENCH_FOLDER  # noqa: F401
+from clbench.results import BENCH_COLUMNS, BENCH_FOLDER
+
+__all__ = [
+    "BENCH_COLUMNS", "BENCH_FOLDER", "BUILTIN_REPORTERS", "CONFIDENCE", "FORMATS", "IDENTITY", "LATEX_SPECIALS",
+    "METRICS", "READ_COLUMNS", "READ_THREADS", "REFERENCES", "REFERENCE_KEYS", "Cell", "MonitoringReporter",
+    "Report", "Results", "Summary", "SummaryRow", "Table", "TimeReport", "TimeRow", "benchmarks_in", "build_report",
+    "build_summary", "build_time_report", "complete_runs", "format_cell", "format_parameters", "format_seeds",
+    "format_value", "header", "incomplete_notes", "latest_bench", "latex_escape", "load_reporter", "load_results",
+    "match_reference", "method_labels", "monitoring_reporters", "monitoring_table_notes", "plain",
+    "read_parquet_files", "reference_candidates", "render", "render_tables", "report_csv", "report_table",
+    "reporter_string",
+    "run_folders", "run_values", "seed_coverage_notes", "student_t_quantile", "student_t_two_sided", "summarize",
+    "summary_csv", "summary_table", "table_rows", "time_csv", "time_table",
+]
 
 # HAT's report moved next to the approach (clbench.hat_report); imported on first use, which also avoids an
 # import cycle (clbench.hat_report imports clbench.report.loading).

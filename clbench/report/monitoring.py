@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from clbench.errors import ResultsError
+from clbench.report.formatting import Table
 from clbench.report.loading import Results, read_parquet_files
-from clbench.report.tables import Table
 from clbench.results import RUN_FILE
 
 # method -> reporter import string of the built-in approaches (torch-free; a test checks it against the classes).
