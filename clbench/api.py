@@ -77,6 +77,7 @@ from clbench.approaches.base import (
     register,
 )
 from clbench.approaches.plugins import ENTRY_POINT_GROUP
+from clbench.approaches.registry import REGISTRY  # noqa: F401  (built-ins registered before any plugin)
 from clbench.data.tasks import Batch, InputTransform, LabelledData, Task, TaskSequence
 from clbench.errors import ClbenchError, SpecError
 from clbench.nets import MultiHeadNet

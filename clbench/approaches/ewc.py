@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, register
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters
 from clbench.data.tasks import TaskSequence
 from clbench.regularizers import (
     ParameterDict,
@@ -45,7 +45,6 @@ class EWCHyperparameters(Hyperparameters):
                                            "reference does (false: eval mode)")
 
 
-@register
 class EWC(Approach):
     """Quadratic penalty towards the previous weights, weighted by the merged diagonal Fisher."""
 

@@ -44,7 +44,7 @@ from torch import nn
 from torch.nn import functional
 
 from clbench import hat_functions
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, register
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo
 from clbench.data.tasks import Batch, TaskSequence
 from clbench.nets.hat import EMBEDDING_INITS, GatedNet, build_hat_network
 from clbench.spec.fields import field
@@ -68,7 +68,6 @@ class HatHyperparameters(Hyperparameters):
                                       "masks are binarised (capacity, reuse)", minimum=0.0, maximum=1.0)
 
 
-@register
 class Hat(Approach):
     """Hard attention to the task: learned per-task unit masks that condition later tasks' gradients."""
 

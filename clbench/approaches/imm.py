@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, register
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters
 from clbench.data.tasks import TaskSequence
 from clbench.nets import MultiHeadNet
 from clbench.regularizers import (
@@ -100,7 +100,6 @@ class IMM(Approach):
         self.anchor = {name: value.to(self.device) for name, value in state.get("anchor", {}).items()}
 
 
-@register
 class IMMMean(IMM):
     """Mean-IMM: the body becomes the uniform average of the bodies trained on each task so far."""
 
@@ -115,7 +114,6 @@ class IMMMean(IMM):
         return imm_mean_merge(current, self.anchor, stage)
 
 
-@register
 class IMMMode(IMM):
     """Mode-IMM: the body becomes the Fisher-weighted average of the task-trained bodies.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, register
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 
 
@@ -34,7 +34,6 @@ def multihead_loss(features: torch.Tensor, heads: torch.nn.ModuleList, batch: Ba
     return loss, correct.sum()
 
 
-@register
 class Joint(Approach):
     """Multitask reference: retrains from the initial weights on all tasks seen so far."""
 

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch.nn import functional
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, register
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo
 from clbench.data.tasks import Batch, TaskSequence
 from clbench.nets import MultiHeadNet
 from clbench.regularizers import ParameterDict, distillation_loss, frozen_network
@@ -67,7 +67,6 @@ class LwFHyperparameters(Hyperparameters):
                                         "1, 2, 4)", minimum=1e-3)
 
 
-@register
 class LwF(WithPreviousModel):
     """Cross-entropy on the new task plus distillation of every earlier head towards the previous model."""
 

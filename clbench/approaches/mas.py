@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clbench.approaches.base import Hyperparameters, register
+from clbench.approaches.base import Hyperparameters
 from clbench.approaches.importance_penalty import ImportancePenalty
 from clbench.data.tasks import TaskSequence
 from clbench.importance import mas_importance
@@ -30,7 +30,6 @@ class MASHyperparameters(Hyperparameters):
                                                "(memory only; the result does not depend on it)", minimum=1)
 
 
-@register
 class MAS(ImportancePenalty):
     """Quadratic penalty towards the previous weights, weighted by the output's sensitivity to each parameter."""
 

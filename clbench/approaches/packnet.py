@@ -34,7 +34,6 @@ from clbench.approaches.base import (
     ProgressCallback,
     StepInfo,
     TaskLog,
-    register,
 )
 from clbench.approaches.imm import body_named_parameters
 from clbench.data.tasks import TaskSequence
@@ -62,7 +61,6 @@ def layer_name(parameter_name: str) -> str:
     return parameter_name.rsplit(".", 1)[0]
 
 
-@register
 class PackNet(Approach):
     """Per-task weight subsets by magnitude pruning; earlier tasks' weights frozen and masked out for them."""
 

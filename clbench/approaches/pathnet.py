@@ -56,7 +56,6 @@ from clbench.approaches.base import (
     ProgressCallback,
     StepInfo,
     TaskLog,
-    register,
 )
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.nets.pathnet import PathNet, base_widths, body_plan, build_pathnet, pathnet_parameter_count
@@ -132,7 +131,6 @@ class Tournament:
     batches: int = 0
 
 
-@register
 class PathNetApproach(Approach):
     """Evolve a path per task over shared modules; modules on earlier tasks' paths are frozen."""
 

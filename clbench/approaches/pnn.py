@@ -25,7 +25,7 @@ from typing import Any
 
 from torch import nn
 
-from clbench.approaches.base import Approach, Hyperparameters, register
+from clbench.approaches.base import Approach, Hyperparameters
 from clbench.data.tasks import TaskSequence
 from clbench.nets.pathnet import base_widths, body_plan, pathnet_parameter_count
 from clbench.nets.progressive import ProgressiveNet, build_progressive, progressive_parameter_count
@@ -49,7 +49,6 @@ def progressive_widths(spec: NetworkSpec, input_shape: Sequence[int], head_sizes
                                                                            head_sizes), base)
 
 
-@register
 class ProgressiveNetworks(Approach):
     """One column per task; a column is trained on its task only and frozen afterwards."""
 

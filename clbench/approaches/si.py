@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo, register
+from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.importance_penalty import ImportancePenalty
 from clbench.data.tasks import TaskSequence
 from clbench.importance import (
@@ -49,7 +49,6 @@ class SIHyperparameters(Hyperparameters):
                                "fig_permuted_mnist, 1e-3 fig_split_mnist and fig_transfer_cifar)", minimum=0.0)
 
 
-@register
 class SI(ImportancePenalty):
     """Quadratic penalty towards the previous weights, weighted by each parameter's path-integral importance."""
 
