@@ -388,15 +388,12 @@ class Approach:
 def compile_network(network: nn.Module) -> None:
     """torch.compile a network's body in place (parameter names and `state_dict` keys do not change).
 
-    A HAT-gated net compiles `gated_features` (the masks are tensor inputs: neither the task nor the annealed
-    s recompiles it), another multi-head net `features` (the task only picks the head, outside the graph);
-    other networks (PNN, PathNet) compile their whole forward, which recompiles per task or path.
+    A multi-head net compiles what its `compile_body` says: `features` (the task only picks the head, outside
+    the graph), or, HAT-gated, `gated_features` (the masks are tensor inputs: neither the task nor the annealed
+    s recompiles it); other networks (PNN, PathNet) compile their whole forward, which recompiles per task or
+    path.
     """
-    from clbench.nets.hat import GatedNet
-
-    if isinstance(network, GatedNet):
-        network.gated_features = torch.compile(network.gated_features)  # type: ignore[method-assign]
-    elif isinstance(network, MultiHeadNet):
-        network.features = torch.compile(network.features)  # type: ignore[method-assign]
+    if isinstance(network, MultiHeadNet):
+        network.compile_body()
     else:
         network.compile()

@@ -8,7 +8,7 @@ a small thread pool) and shared by every table and plot:
   parameter count (the paper's permuted / split MNIST tables);
 - `build_time_report`: training time (total, per epoch, per batch) and the bench's per-batch forward and
   forward+backward times (the paper's training-time table);
-- monitoring: each approach's own tables (`monitoring.py`; HAT's live in `clbench.hat_report`).
+- monitoring: each approach's own tables (`monitoring.py`; HAT's live in `clbench.approaches.hat.report`).
 
 Cells are mean (std) over seeds (sample std, ddof=1) or, asked for, mean +- the half-width of the Student-t 95%
 confidence interval of the mean. Runs are grouped by (method, config hash); a method with several configs is
@@ -22,8 +22,6 @@ number formats). Every public name is re-exported here.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from clbench.report.formatting import Table, format_seeds, plain
 from clbench.report.loading import (
@@ -104,33 +102,3 @@ __all__ = [
     "run_folders", "run_values", "seed_coverage_notes", "student_t_quantile", "student_t_two_sided", "summarize",
     "summary_csv", "summary_table", "table_rows", "time_csv", "time_table",
 ]
-
-# HAT's report moved next to the approach (clbench.hat_report); imported on first use, which also avoids an
-# import cycle (clbench.hat_report imports clbench.report.loading).
-_HAT_NAMES = (
-    "CAPACITY_COLUMNS",
-    "HatMonitoring",
-    "HatReport",
-    "REUSE_COLUMNS",
-    "Sensitivity",
-    "_capacity_table",
-    "_masks_file",
-    "_mean_over_seeds",
-    "_monitoring_table",
-    "_reuse_table",
-    "_task_order_note",
-    "_task_orders",
-    "build_hat_report",
-    "hat_csv",
-    "hat_sensitivity",
-    "hat_tables",
-    "sensitivity_table",
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HAT_NAMES:
-        import clbench.hat_report
-
-        return getattr(clbench.hat_report, name)
-    raise AttributeError(f"module 'clbench.report' has no attribute {name!r}")

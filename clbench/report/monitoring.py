@@ -22,11 +22,18 @@ from clbench.report.loading import Results, read_parquet_files
 from clbench.results import RUN_FILE
 
 # method -> reporter import string of the built-in approaches (torch-free; a test checks it against the classes).
-BUILTIN_REPORTERS = {"hat": "clbench.hat_report:HatReporter",
+BUILTIN_REPORTERS = {"hat": "clbench.approaches.hat.report:HatReporter",
                      "mas": "clbench.penalty_report:PenaltyReporter",
                      "packnet": "clbench.packnet_report:PackNetReporter",
                      "si": "clbench.penalty_report:PenaltyReporter"}
 RUN_JSON_KEY = "monitoring_reporter"
+
+# Reporter strings that results written by older clbench versions store in run.json -> where the reporter is now
+# (each built-in method's reporter moved into its folder under clbench/approaches/). `load_reporter` follows them,
+# so old results folders still report.
+MOVED_REPORTERS = {
+    "clbench.hat_report:HatReporter": "clbench.approaches.hat.report:HatReporter",
+}
 
 
 class MonitoringReporter:
@@ -83,7 +90,9 @@ def reporter_string(results: Results, method: str) -> str | None:
 
 
 def load_reporter(target: str, method: str) -> MonitoringReporter:
-    """Import `target` ("module:Class") and build the reporter of `method`; a clear error when it cannot."""
+    """Import `target` ("module:Class", or a moved one's old string) and build the reporter of `method`; a clear
+    error when it cannot."""
+    target = MOVED_REPORTERS.get(target, target)
     module_name, _, class_name = target.partition(":")
     try:
         cls = getattr(importlib.import_module(module_name), class_name) if class_name else None

@@ -13,10 +13,10 @@ import torch
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 
 from clbench.approaches.base import compile_network
+from clbench.approaches.hat.network import build_hat_network
 from clbench.data.tasks import build_tasks
 from clbench.errors import SpecError
 from clbench.nets import build_network
-from clbench.nets.hat import build_hat_network
 from clbench.run.bench import (
     BENCH_COLUMNS,
     BenchSettings,

@@ -1,4 +1,5 @@
-"""The package layout's promises (issue 19): the approaches table is torch-free, built-ins load through it."""
+"""The package layout's promises (issue 19): the approaches table and the method folders' reporters are
+torch-free; built-ins load through the table."""
 
 from __future__ import annotations
 
@@ -27,3 +28,8 @@ def test_every_builtin_is_registered_from_its_table_line(name: str) -> None:
     module, _, qualname = BUILTINS[name].partition(":")
     cls = REGISTRY[name]
     assert cls.name == name and cls.__qualname__ == qualname and cls.__module__ == module
+
+
+def test_a_method_folder_and_its_reporter_are_torch_free() -> None:
+    assert not imports_torch("import clbench.approaches.hat.report")
+    assert imports_torch("from clbench.approaches.hat import Hat")

@@ -84,7 +84,7 @@ def test_a_trained_run_records_its_reporter_and_report_uses_it(tmp_path: Path) -
     from clbench.results import read_run_file
 
     outcome = run(tmp_path, "hat")
-    assert read_run_file(outcome.plan.run_dir)["monitoring_reporter"] == "clbench.hat_report:HatReporter"
+    assert read_run_file(outcome.plan.run_dir)["monitoring_reporter"] == "clbench.approaches.hat.report:HatReporter"
     assert read_run_file(run(tmp_path, "sgd").plan.run_dir)["monitoring_reporter"] is None
     code, output = invoke(outcome.plan.spec.name, "--results", str(tmp_path), "--monitoring")
     assert code == 0, output

@@ -43,10 +43,10 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from clbench import hat_functions
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.hat import functions as hat_functions
+from clbench.approaches.hat.network import EMBEDDING_INITS, GatedNet, build_hat_network
 from clbench.data.tasks import Batch, TaskSequence
-from clbench.nets.hat import EMBEDDING_INITS, GatedNet, build_hat_network
 from clbench.spec.fields import field
 
 
@@ -72,7 +72,7 @@ class Hat(Approach):
     """Hard attention to the task: learned per-task unit masks that condition later tasks' gradients."""
 
     name = "hat"
-    monitoring_reporter = "clbench.hat_report:HatReporter"
+    monitoring_reporter = "clbench.approaches.hat.report:HatReporter"
     summary = "hard attention to the task (Serra et al. 2018)"
     hyperparameters_class = HatHyperparameters
     hparams: HatHyperparameters
@@ -246,3 +246,6 @@ class Hat(Approach):
                 rows.append({"task": earlier + 1, "later_task": later + 1, "shared": shared, "used": used,
                              "fraction": np.float32(shared / used) if used else np.float32(0.0)})
         return rows
+
+
+Hat.__module__ = "clbench.approaches.hat"  # the public home (the package imports it on first use; see its __init__)

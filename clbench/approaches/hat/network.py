@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from clbench.hat_functions import LayerShape, gate
+from clbench.approaches.hat.functions import LayerShape, gate
 from clbench.nets.alexnet import AlexNet
 from clbench.nets.common import MultiHeadNet
 from clbench.nets.mlp import MLP
@@ -61,6 +61,10 @@ class GatedNet(MultiHeadNet):
     def gated_features(self, x: torch.Tensor, masks: Sequence[torch.Tensor]) -> torch.Tensor:
         """Body output (B, F) with `masks[l]` applied to gated layer l."""
         raise NotImplementedError
+
+    def compile_body(self) -> None:
+        """torch.compile `gated_features` (the masks are tensor inputs: neither the task nor s recompiles it)."""
+        self.gated_features = torch.compile(self.gated_features)  # type: ignore[method-assign]
 
     def embedding_parameters(self, task: int) -> list[nn.Parameter]:
         """Task `task`'s embeddings, one (N_l,) per gated layer."""

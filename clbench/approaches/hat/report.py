@@ -1,8 +1,8 @@
 """HAT's monitoring tables (capacity per layer, weight reuse, smax x c sensitivity), torch-free.
 
 `HatReporter` is the reporter that `clbench.approaches.hat.Hat` declares (`monitoring_reporter`); `clbench report
---hat` and `--monitoring` print its tables. It lives outside `clbench/approaches/` because importing that package
-registers every approach and imports torch; `report` must not.
+--hat` and `--monitoring` print its tables. Torch-free (as `clbench/approaches/__init__.py` and this folder's
+`__init__.py` are), so `report` imports it without torch.
 """
 
 from __future__ import annotations
@@ -273,6 +273,6 @@ class HatReporter(MonitoringReporter):
         return hat_csv(self.report(results))
 
     def plots(self, results: Results, folder: Path) -> list[Path]:
-        from clbench import plots
+        from clbench.approaches.hat import figures
 
-        return plots.plot_hat(self.report(results), folder)
+        return figures.plot_hat(self.report(results), folder)
