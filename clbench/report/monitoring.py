@@ -24,7 +24,7 @@ from clbench.results import RUN_FILE
 # method -> reporter import string of the built-in approaches (torch-free; a test checks it against the classes).
 BUILTIN_REPORTERS = {"hat": "clbench.approaches.hat.report:HatReporter",
                      "mas": "clbench.penalty_report:PenaltyReporter",
-                     "packnet": "clbench.packnet_report:PackNetReporter",
+                     "packnet": "clbench.approaches.packnet.report:PackNetReporter",
                      "si": "clbench.penalty_report:PenaltyReporter"}
 RUN_JSON_KEY = "monitoring_reporter"
 
@@ -33,6 +33,7 @@ RUN_JSON_KEY = "monitoring_reporter"
 # so old results folders still report.
 MOVED_REPORTERS = {
     "clbench.hat_report:HatReporter": "clbench.approaches.hat.report:HatReporter",
+    "clbench.packnet_report:PackNetReporter": "clbench.approaches.packnet.report:PackNetReporter",
 }
 
 

@@ -26,7 +26,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from clbench import pruning
 from clbench.approaches.base import (
     Approach,
     ApproachContext,
@@ -36,6 +35,7 @@ from clbench.approaches.base import (
     TaskLog,
 )
 from clbench.approaches.imm import body_named_parameters
+from clbench.approaches.packnet import pruning
 from clbench.data.tasks import TaskSequence
 from clbench.spec import TrainingSpec
 from clbench.spec.fields import field
@@ -66,7 +66,7 @@ class PackNet(Approach):
 
     name = "packnet"
     summary = "iterative pruning, one weight subset per task (Mallya & Lazebnik 2018)"
-    monitoring_reporter = "clbench.packnet_report:PackNetReporter"
+    monitoring_reporter = "clbench.approaches.packnet.report:PackNetReporter"
     hyperparameters_class = PackNetHyperparameters
     hparams: PackNetHyperparameters
 
@@ -165,3 +165,6 @@ class PackNet(Approach):
                 rows.append({"task": task, "layer": name, "used": used, "weights": total,
                              "fraction": np.float32(used / total) if total else np.float32(0.0)})
         return {"packnet_capacity": rows}
+
+
+PackNet.__module__ = "clbench.approaches.packnet"  # the public home (the package imports it on first use)
