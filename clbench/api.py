@@ -35,8 +35,8 @@ Reporting monitoring tables: set the class attribute `monitoring_reporter = "pac
 subclass of `MonitoringReporter` (override `tables(results) -> list[Table]`, optionally `csv`, `plots`, and
 `table_notes` for warnings under the main table) in a module that does not import torch; `clbench report
 --monitoring` prints its tables for your runs (run.json records the string, so `report` never imports your
-approach). HAT (`clbench.hat_report`), PackNet (`clbench.packnet_report`), SI and MAS (`clbench.penalty_report`)
-are reported this way.
+approach). HAT (`clbench.approaches.hat.report`), PackNet (`clbench.approaches.packnet.report`), SI and MAS
+(`clbench.approaches.importance.report`) are reported this way.
 
 Registration: a class named on the command line (`--method path/to/file.py:Class` or
 `--method package.module:Class`) or by an entry point in the group `clbench.approaches` is registered by

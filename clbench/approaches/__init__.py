@@ -21,14 +21,14 @@ BUILTINS: dict[str, str] = {
     "joint": "clbench.approaches.joint:Joint",
     "lfl": "clbench.approaches.lfl:LFL",
     "lwf": "clbench.approaches.lwf:LwF",
-    "mas": "clbench.approaches.mas:MAS",
+    "mas": "clbench.approaches.importance.mas:MAS",
     "packnet": "clbench.approaches.packnet:PackNet",
     "pathnet": "clbench.approaches.pathnet:PathNetApproach",
     "pnn": "clbench.approaches.pnn:ProgressiveNetworks",
     "random": "clbench.approaches.random_classifier:RandomClassifier",
     "sgd": "clbench.approaches.sgd:SGD",
     "sgd-f": "clbench.approaches.sgd_frozen:SGDFrozen",
-    "si": "clbench.approaches.si:SI",
+    "si": "clbench.approaches.importance.si:SI",
 }
 """Built-in method name -> "module:Class" (registered by `clbench.approaches.registry`, as plugins are)."""
 

@@ -23,9 +23,9 @@ from clbench.results import RUN_FILE
 
 # method -> reporter import string of the built-in approaches (torch-free; a test checks it against the classes).
 BUILTIN_REPORTERS = {"hat": "clbench.approaches.hat.report:HatReporter",
-                     "mas": "clbench.penalty_report:PenaltyReporter",
+                     "mas": "clbench.approaches.importance.report:PenaltyReporter",
                      "packnet": "clbench.approaches.packnet.report:PackNetReporter",
-                     "si": "clbench.penalty_report:PenaltyReporter"}
+                     "si": "clbench.approaches.importance.report:PenaltyReporter"}
 RUN_JSON_KEY = "monitoring_reporter"
 
 # Reporter strings that results written by older clbench versions store in run.json -> where the reporter is now
@@ -34,6 +34,7 @@ RUN_JSON_KEY = "monitoring_reporter"
 MOVED_REPORTERS = {
     "clbench.hat_report:HatReporter": "clbench.approaches.hat.report:HatReporter",
     "clbench.packnet_report:PackNetReporter": "clbench.approaches.packnet.report:PackNetReporter",
+    "clbench.penalty_report:PenaltyReporter": "clbench.approaches.importance.report:PenaltyReporter",
 }
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clbench.approaches.base import Hyperparameters
-from clbench.approaches.importance_penalty import ImportancePenalty
+from clbench.approaches.importance.functions import mas_importance
+from clbench.approaches.importance.penalty import ImportancePenalty
 from clbench.data.tasks import TaskSequence
-from clbench.importance import mas_importance
 from clbench.spec.fields import field
 
 

@@ -1,6 +1,6 @@
 """SI's and MAS's monitoring section of `clbench report --monitoring`: is the penalty stable under plain SGD?
 
-Reads the `penalty_stiffness` tables SI and MAS store after every task (`clbench.importance.stiffness_rows`) and
+Reads the `penalty_stiffness` tables SI and MAS store after every task (`functions.stiffness_rows`) and
 shows, per config and body parameter after the last task, mean over seeds: the max importance Omega, the max
 stiffness lr * 2 * strength * Omega, the % of weights whose stiffness exceeds 2, and the minimum of Omega and its
 number of negative entries before SI's clip at zero. There plain SGD overshoots

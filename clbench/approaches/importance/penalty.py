@@ -2,13 +2,13 @@
 
 Both keep a per-parameter importance Omega of the shared body, summed over the tasks learned so far, and the
 anchor theta* (the body's weights after the previous task), and from the second task on add
-strength * sum_k Omega_k (theta_k - theta*_k)^2 to the loss (`clbench.importance.quadratic_penalty`). Heads are
+strength * sum_k Omega_k (theta_k - theta*_k)^2 to the loss (`functions.quadratic_penalty`). Heads are
 not penalised: each is trained at its own task only. A subclass computes a task's importance and calls
 `consolidate` at the end of the task, and says which hyper-parameter is the strength.
 
 Monitoring: `penalty_stiffness` after each task, per parameter tensor of the body: max and mean Omega, the max of
 lr * 2 * strength * Omega (the training lr the next task starts at) and how many weights exceed 2, where plain
-SGD oscillates around the anchor instead of settling (`clbench.importance.penalty_stiffness`), and the minimum
+SGD oscillates around the anchor instead of settling (`functions.penalty_stiffness`), and the minimum
 of Omega and its negative entries before SI's clipping at zero. Zenke et al. and
 Aljundi et al. trained with Adam, which rescales steps; the paper's protocol is plain SGD at lr 0.05, so a
 strength tuned for Adam can be unstable here. `clbench report --monitoring` shows the table.
@@ -22,15 +22,20 @@ import torch
 
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters
 from clbench.approaches.imm import body_named_parameters
+from clbench.approaches.importance.functions import (
+    ParameterDict,
+    accumulate_importance,
+    quadratic_penalty,
+    stiffness_rows,
+)
 from clbench.data.tasks import TaskSequence
-from clbench.importance import ParameterDict, accumulate_importance, quadratic_penalty, stiffness_rows
 from clbench.regularizers import detached_copy
 
 
 class ImportancePenalty(Approach):
     """Quadratic penalty towards the previous task's weights, weighted by a per-parameter importance."""
 
-    monitoring_reporter = "clbench.penalty_report:PenaltyReporter"
+    monitoring_reporter = "clbench.approaches.importance.report:PenaltyReporter"
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)

@@ -24,15 +24,15 @@ from typing import Any
 import torch
 
 from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo
-from clbench.approaches.importance_penalty import ImportancePenalty
-from clbench.data.tasks import TaskSequence
-from clbench.importance import (
+from clbench.approaches.importance.functions import (
     ParameterDict,
     clip_at_zero,
     quadratic_penalty_gradient,
     si_importance,
     si_path_step,
 )
+from clbench.approaches.importance.penalty import ImportancePenalty
+from clbench.data.tasks import TaskSequence
 from clbench.regularizers import detached_copy
 from clbench.spec.fields import field
 
@@ -100,7 +100,7 @@ class SI(ImportancePenalty):
         self.consolidate(si_importance(self.omega, self.start, detached_copy(self.body), self.hparams.xi))
 
     def kept_importance(self, total: ParameterDict) -> ParameterDict:
-        """Omega clipped at zero, as the authors' code keeps it (`clbench.importance.clip_at_zero`)."""
+        """Omega clipped at zero, as the authors' code keeps it (`functions.clip_at_zero`)."""
         return clip_at_zero(total)
 
     def extra_state(self) -> dict[str, Any]:
