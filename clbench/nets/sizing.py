@@ -4,7 +4,8 @@ The HAT paper compares approaches at equal parameter counts: PathNet's modules a
 or widened until the whole network (heads included) matches the base network. The reference hard-coded width
 multipliers for its AlexNet-like net (PathNet with M = 16, N = 3: 0.258; PNN: 1.117 / T per column); clbench
 finds them for any body and task count with `match_widths`, from a function that counts the parameters of the
-network with given widths (e.g. `clbench.nets.pathnet.pathnet_parameter_count`, arithmetic on the layer plan).
+network with given widths (e.g. `clbench.approaches.pathnet.network.pathnet_parameter_count`, arithmetic on the
+layer plan).
 """
 
 from __future__ import annotations

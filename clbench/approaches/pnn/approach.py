@@ -26,9 +26,9 @@ from typing import Any
 from torch import nn
 
 from clbench.approaches.base import Approach, Hyperparameters
+from clbench.approaches.pathnet.network import base_widths, body_plan, pathnet_parameter_count
+from clbench.approaches.pnn.network import ProgressiveNet, build_progressive, progressive_parameter_count
 from clbench.data.tasks import TaskSequence
-from clbench.nets.pathnet import base_widths, body_plan, pathnet_parameter_count
-from clbench.nets.progressive import ProgressiveNet, build_progressive, progressive_parameter_count
 from clbench.nets.sizing import WidthMatch, match_widths
 from clbench.spec import NetworkSpec
 from clbench.spec.fields import field
@@ -90,3 +90,6 @@ class ProgressiveNetworks(Approach):
         widths = state.get("column_widths")
         if widths is not None and tuple(widths) != self.widths.widths:
             raise ValueError(f"checkpoint has PNN column widths {tuple(widths)}, this network {self.widths.widths}")
+
+
+ProgressiveNetworks.__module__ = "clbench.approaches.pnn"  # the public home (the package imports it on first use)

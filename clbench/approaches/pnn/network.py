@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from clbench.nets.pathnet import (
+from clbench.approaches.pathnet.network import (
     BodyPlan,
     LayerPlan,
     activate,

@@ -57,8 +57,8 @@ from clbench.approaches.base import (
     StepInfo,
     TaskLog,
 )
+from clbench.approaches.pathnet.network import PathNet, base_widths, body_plan, build_pathnet, pathnet_parameter_count
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
-from clbench.nets.pathnet import PathNet, base_widths, body_plan, build_pathnet, pathnet_parameter_count
 from clbench.nets.sizing import WidthMatch, match_widths
 from clbench.spec import NetworkSpec
 from clbench.spec.fields import field
@@ -305,3 +305,6 @@ class PathNetApproach(Approach):
         self.best_paths = {int(task): [list(layer) for layer in path] for task, path in state["best_paths"].items()}
         self.initial_weights = {name: value.to(self.device) for name, value in state["initial_weights"].items()}
         self.evolution_generator.set_state(state["evolution_generator"])
+
+
+PathNetApproach.__module__ = "clbench.approaches.pathnet"  # the public home (the package imports it on first use)

@@ -5,7 +5,8 @@ modules in a layer are summed"); a module is one conv (ReLU, dropout, 2x2 max-po
 dropout) of the base body, narrowed to a common module width per layer (`clbench.nets.sizing` picks the widths so that
 the whole network has as many parameters as the base network). Each task has its own linear head.
 
-This file also holds the layer plans of the spec's bodies (`BodyPlan`), which `clbench.nets.progressive` reuses.
+This file also holds the layer plans of the spec's bodies (`BodyPlan`), which PNN's network
+(`clbench.approaches.pnn.network`) reuses.
 """
 
 from __future__ import annotations
