@@ -20,14 +20,14 @@ from typing import Any
 import torch
 
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters
-from clbench.data.tasks import TaskSequence
-from clbench.regularizers import (
+from clbench.approaches.regularizers import (
     ParameterDict,
     detached_copy,
     ewc_penalty,
     merge_fisher,
     task_fisher,
 )
+from clbench.data.tasks import TaskSequence
 from clbench.spec.fields import field
 
 

@@ -19,9 +19,7 @@ from typing import Any
 import torch
 
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters
-from clbench.data.tasks import TaskSequence
-from clbench.nets import MultiHeadNet
-from clbench.regularizers import (
+from clbench.approaches.regularizers import (
     ParameterDict,
     detached_copy,
     imm_mean_merge,
@@ -29,6 +27,8 @@ from clbench.regularizers import (
     l2_transfer_penalty,
     task_fisher,
 )
+from clbench.data.tasks import TaskSequence
+from clbench.nets import MultiHeadNet
 from clbench.spec.fields import field
 
 

@@ -22,9 +22,9 @@ from torch.nn import functional
 
 from clbench.approaches.base import Hyperparameters, StepInfo
 from clbench.approaches.lwf import WithPreviousModel
+from clbench.approaches.regularizers import lfl_penalty
 from clbench.data.tasks import Batch
 from clbench.nets import MultiHeadNet
-from clbench.regularizers import lfl_penalty
 from clbench.spec.fields import field
 
 

@@ -20,9 +20,9 @@ import torch
 from torch.nn import functional
 
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.regularizers import ParameterDict, distillation_loss, frozen_network
 from clbench.data.tasks import Batch, TaskSequence
 from clbench.nets import MultiHeadNet
-from clbench.regularizers import ParameterDict, distillation_loss, frozen_network
 from clbench.spec.fields import field
 
 

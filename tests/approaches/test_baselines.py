@@ -15,7 +15,7 @@ from clbench.approaches import resolve
 from clbench.approaches.base import StepInfo
 from clbench.approaches.imm import body_named_parameters
 from clbench.approaches.lfl import penultimate
-from clbench.regularizers import detached_copy, imm_mean_merge, imm_mode_merge, task_fisher
+from clbench.approaches.regularizers import detached_copy, imm_mean_merge, imm_mode_merge, task_fisher
 from clbench.spec import benchmark_names, load_benchmark
 
 BASELINES = ("ewc", "imm-mean", "imm-mode", "lwf", "lfl")

@@ -28,8 +28,8 @@ from clbench.approaches.importance.functions import (
     quadratic_penalty,
     stiffness_rows,
 )
+from clbench.approaches.regularizers import detached_copy
 from clbench.data.tasks import TaskSequence
-from clbench.regularizers import detached_copy
 
 
 class ImportancePenalty(Approach):

@@ -32,8 +32,8 @@ from clbench.approaches.importance.functions import (
     si_path_step,
 )
 from clbench.approaches.importance.penalty import ImportancePenalty
+from clbench.approaches.regularizers import detached_copy
 from clbench.data.tasks import TaskSequence
-from clbench.regularizers import detached_copy
 from clbench.spec.fields import field
 
 
