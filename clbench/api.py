@@ -72,9 +72,13 @@ from clbench.approaches.base import (
     EpochLog,
     Evaluation,
     Hyperparameters,
+    ParameterDict,
     StepInfo,
     TaskLog,
+    detached_parameters,
+    named_body_parameters,
     register,
+    tensors_to,
 )
 from clbench.approaches.plugins import ENTRY_POINT_GROUP
 from clbench.approaches.registry import REGISTRY  # noqa: F401  (built-ins registered before any plugin)
@@ -119,27 +123,6 @@ __all__ = [
 
 MonitoringTables = dict[str, list[dict[str, Any]]]
 """What `Approach.monitoring` returns: table name -> rows (each a dict of column -> plain value)."""
-
-ParameterDict = dict[str, torch.Tensor]
-"""Parameter name -> tensor, e.g. an anchor of weights kept in `extra_state`."""
-
-
-def named_body_parameters(network: MultiHeadNet) -> list[tuple[str, torch.nn.Parameter]]:
-    """(name, parameter) of a multi-head network's shared body: every parameter except the task heads'."""
-    body = {id(parameter) for parameter in network.body_parameters()}
-    return [(name, parameter) for name, parameter in network.named_parameters() if id(parameter) in body]
-
-
-def detached_parameters(module: torch.nn.Module | list[tuple[str, torch.nn.Parameter]]) -> ParameterDict:
-    """A detached copy of named parameters (a module's, or `(name, parameter)` pairs): an anchor to keep."""
-    pairs = module.named_parameters() if isinstance(module, torch.nn.Module) else module
-    return {name: parameter.detach().clone() for name, parameter in pairs}
-
-
-def tensors_to(tensors: ParameterDict, device: torch.device) -> ParameterDict:
-    """Move a dict of tensors (from a checkpoint's `extra_state`) to the approach's device."""
-    return {name: tensor.to(device) for name, tensor in tensors.items()}
-
 
 def toy_tasks(n_tasks: int = 2, n_classes: int = 2, n_samples: int = 64, side: int = 4,
               seed: int = 0) -> TaskSequence:

@@ -140,6 +140,31 @@ class PlateauSchedule:
         return {"lr": self.lr, "patience": self.patience, "best_loss": self.best_loss, "stopped": self.stopped}
 
 
+# ---------------------------------------------------------------------- shared parameter helpers
+
+ParameterDict = dict[str, torch.Tensor]
+"""Parameter name -> tensor, e.g. an anchor of weights kept in `extra_state`."""
+
+
+def named_body_parameters(network: MultiHeadNet) -> list[tuple[str, torch.nn.Parameter]]:
+    """(name, parameter) of a multi-head network's shared body: every parameter except the task heads'."""
+    body = {id(parameter) for parameter in network.body_parameters()}
+    return [(name, parameter) for name, parameter in network.named_parameters() if id(parameter) in body]
+
+
+def detached_parameters(module: torch.nn.Module | list[tuple[str, torch.nn.Parameter]]) -> ParameterDict:
+    """A detached copy of named parameters (a module's, or `(name, parameter)` pairs): an anchor to keep."""
+    pairs = module.named_parameters() if isinstance(module, torch.nn.Module) else module
+    return {name: parameter.detach().clone() for name, parameter in pairs}
+
+
+def tensors_to(tensors: ParameterDict, device: torch.device) -> ParameterDict:
+    """Move a dict of tensors (from a checkpoint's `extra_state`) to the approach's device."""
+    return {name: tensor.to(device) for name, tensor in tensors.items()}
+
+
+# ---------------------------------------------------------------------- the registry
+
 REGISTRY: dict[str, type[Approach]] = {}
 ORIGINS: dict[str, dict[str, Any]] = {}  # name -> where a plugin came from (`clbench.approaches.plugins`)
 

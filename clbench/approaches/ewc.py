@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, tensors_to
 from clbench.approaches.regularizers import (
     ParameterDict,
     detached_copy,
@@ -77,5 +77,5 @@ class EWC(Approach):
         return {"fisher": self.fisher, "anchor": self.anchor}
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.fisher = {name: value.to(self.device) for name, value in state.get("fisher", {}).items()}
-        self.anchor = {name: value.to(self.device) for name, value in state.get("anchor", {}).items()}
+        self.fisher = tensors_to(state.get("fisher", {}), self.device)
+        self.anchor = tensors_to(state.get("anchor", {}), self.device)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, tensors_to
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 
 
@@ -66,4 +66,4 @@ class Joint(Approach):
 
     def load_extra_state(self, state: dict[str, object]) -> None:
         weights: dict[str, torch.Tensor] = state["initial_weights"]  # type: ignore[assignment]
-        self.initial_weights = {name: value.to(self.device) for name, value in weights.items()}
+        self.initial_weights = tensors_to(weights, self.device)

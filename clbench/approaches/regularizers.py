@@ -15,9 +15,8 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from clbench.approaches.base import ParameterDict
 from clbench.data.tasks import LabelledData
-
-ParameterDict = dict[str, torch.Tensor]
 
 
 # ---------------------------------------------------------------------------------------------- EWC

@@ -18,9 +18,8 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
+from clbench.approaches.base import ParameterDict
 from clbench.data.tasks import LabelledData
-
-ParameterDict = dict[str, torch.Tensor]
 
 
 # ---------------------------------------------------------------------------------------------- SI

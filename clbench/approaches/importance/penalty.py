@@ -20,8 +20,7 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters
-from clbench.approaches.imm import body_named_parameters
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, named_body_parameters, tensors_to
 from clbench.approaches.importance.functions import (
     ParameterDict,
     accumulate_importance,
@@ -39,7 +38,7 @@ class ImportancePenalty(Approach):
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)
-        self.body = body_named_parameters(self.multihead)
+        self.body = dict(named_body_parameters(self.multihead))
         self.importance: ParameterDict = {}  # Omega of the tasks before the current one (summed)
         self.anchor: ParameterDict = {}  # theta* = the body's weights after the previous task
         self.before_clipping: ParameterDict | None = None  # the last accumulation before SI's clip (monitoring)
@@ -80,4 +79,4 @@ class ImportancePenalty(Approach):
         self.anchor = self.on_device(state.get("anchor", {}))
 
     def on_device(self, values: dict[str, torch.Tensor]) -> ParameterDict:
-        return {name: value.to(self.device) for name, value in values.items()}
+        return tensors_to(values, self.device)

@@ -33,8 +33,8 @@ from clbench.approaches.base import (
     ProgressCallback,
     StepInfo,
     TaskLog,
+    named_body_parameters,
 )
-from clbench.approaches.imm import body_named_parameters
 from clbench.approaches.packnet import pruning
 from clbench.data.tasks import TaskSequence
 from clbench.spec import TrainingSpec
@@ -72,7 +72,7 @@ class PackNet(Approach):
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)
-        body = body_named_parameters(self.multihead)
+        body = dict(named_body_parameters(self.multihead))
         self.weights = {name: p for name, p in body.items() if p.dim() > 1}
         self.biases = [p for p in body.values() if p.dim() <= 1]
         self.owners = {name: pruning.free_owner(p) for name, p in self.weights.items()}

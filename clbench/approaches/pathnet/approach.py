@@ -56,6 +56,7 @@ from clbench.approaches.base import (
     ProgressCallback,
     StepInfo,
     TaskLog,
+    tensors_to,
 )
 from clbench.approaches.pathnet.network import PathNet, base_widths, body_plan, build_pathnet, pathnet_parameter_count
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
@@ -303,7 +304,7 @@ class PathNetApproach(Approach):
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         self.best_paths = {int(task): [list(layer) for layer in path] for task, path in state["best_paths"].items()}
-        self.initial_weights = {name: value.to(self.device) for name, value in state["initial_weights"].items()}
+        self.initial_weights = tensors_to(state["initial_weights"], self.device)
         self.evolution_generator.set_state(state["evolution_generator"])
 
 
