@@ -35,8 +35,11 @@ Reporting monitoring tables: set the class attribute `monitoring_reporter = "pac
 subclass of `MonitoringReporter` (override `tables(results) -> list[Table]`, optionally `csv`, `plots`, and
 `table_notes` for warnings under the main table) in a module that does not import torch; `clbench report
 --monitoring` prints its tables for your runs (run.json records the string, so `report` never imports your
-approach). HAT (`clbench.approaches.hat.report`), PackNet (`clbench.approaches.packnet.report`), SI and MAS
-(`clbench.approaches.importance.report`) are reported this way.
+approach). This module imports torch, so the reporter module imports the reporter names from the torch-free
+`clbench.report` (the same objects as here: `MonitoringReporter`, `Results` (here `ReportResults`), `Table`,
+`plain`, `format_seeds`, `read_parquet_files`, `run_values`). HAT (`clbench.approaches.hat.report`), PackNet
+(`clbench.approaches.packnet.report`), SI and MAS (`clbench.approaches.importance.report`) are reported this way
+and use only these names.
 
 Registration: a class named on the command line (`--method path/to/file.py:Class` or
 `--method package.module:Class`) or by an entry point in the group `clbench.approaches` is registered by
@@ -119,6 +122,10 @@ __all__ = [
     "MonitoringReporter",
     "ReportResults",
     "Table",
+    "format_seeds",
+    "plain",
+    "read_parquet_files",
+    "run_values",
 ]
 
 MonitoringTables = dict[str, list[dict[str, Any]]]
@@ -155,5 +162,12 @@ def toy_context(tasks: TaskSequence, *, hidden: tuple[int, ...] = (16,), max_epo
 # -- monitoring reporter hook: an approach's `monitoring_reporter = "package.module:Class"` names a subclass of
 #    `MonitoringReporter` that `clbench report --monitoring` imports without torch; it reads `ReportResults` (the
 #    loaded results of one benchmark: `info`, `files`, `folder(run_id)`) and returns `Table`s.
-from clbench.report import MonitoringReporter, Table  # noqa: E402  (torch-free)
+from clbench.report import (  # noqa: E402  (torch-free)
+    MonitoringReporter,
+    Table,
+    format_seeds,
+    plain,
+    read_parquet_files,
+    run_values,
+)
 from clbench.report import Results as ReportResults  # noqa: E402

@@ -37,7 +37,8 @@ from clbench.report.loading import (
     run_folders,
 )
 from clbench.report.monitoring import (
-    BUILTIN_REPORTERS,
+    LEGACY_REPORTERS,
+    MOVED_REPORTERS,
     MonitoringReporter,
     load_reporter,
     monitoring_reporters,
@@ -91,14 +92,14 @@ from clbench.report.tables import (
 from clbench.results import BENCH_COLUMNS, BENCH_FOLDER
 
 __all__ = [
-    "BENCH_COLUMNS", "BENCH_FOLDER", "BUILTIN_REPORTERS", "CONFIDENCE", "FORMATS", "IDENTITY", "LATEX_SPECIALS",
-    "METRICS", "READ_COLUMNS", "READ_THREADS", "REFERENCES", "REFERENCE_KEYS", "Cell", "MonitoringReporter",
-    "Report", "Results", "Summary", "SummaryRow", "Table", "TimeReport", "TimeRow", "benchmarks_in", "build_report",
-    "build_summary", "build_time_report", "complete_runs", "format_cell", "format_parameters", "format_seeds",
-    "format_value", "header", "incomplete_notes", "latest_bench", "latex_escape", "load_reporter", "load_results",
-    "match_reference", "method_labels", "monitoring_reporters", "monitoring_table_notes", "plain",
-    "read_parquet_files", "reference_candidates", "render", "render_tables", "report_csv", "report_table",
-    "reporter_string",
-    "run_folders", "run_values", "seed_coverage_notes", "student_t_quantile", "student_t_two_sided", "summarize",
-    "summary_csv", "summary_table", "table_rows", "time_csv", "time_table",
+    "BENCH_COLUMNS", "BENCH_FOLDER", "CONFIDENCE", "FORMATS", "IDENTITY", "LATEX_SPECIALS", "LEGACY_REPORTERS",
+    "METRICS", "MOVED_REPORTERS", "READ_COLUMNS", "READ_THREADS", "REFERENCES", "REFERENCE_KEYS", "benchmarks_in",
+    "build_report", "build_summary", "build_time_report", "Cell", "complete_runs", "format_cell",
+    "format_parameters", "format_seeds", "format_value", "header", "incomplete_notes", "latest_bench",
+    "latex_escape", "load_reporter", "load_results", "match_reference", "method_labels", "monitoring_reporters",
+    "monitoring_table_notes", "MonitoringReporter", "plain", "read_parquet_files", "reference_candidates", "render",
+    "render_tables", "Report", "report_csv", "report_table", "reporter_string", "Results", "run_folders",
+    "run_values", "seed_coverage_notes", "student_t_quantile", "student_t_two_sided", "summarize", "Summary",
+    "summary_csv", "summary_table", "SummaryRow", "Table", "table_rows", "time_csv", "time_table", "TimeReport",
+    "TimeRow",
 ]

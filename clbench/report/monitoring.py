@@ -2,9 +2,11 @@
 
 An approach declares its reporter as an import string `"package.module:ClassName"` in its class attribute
 `monitoring_reporter` (see `clbench.approaches.base.Approach`); the engine copies it into every run.json, so
-`report` finds a plugin's reporter without importing the approach (or torch). Built-in approaches are also
-listed in `BUILTIN_REPORTERS`, so results written before run.json carried the string still get their tables.
-A reporter module must not import torch.
+`report` finds every approach's reporter, built-in or plugin, without importing the approach (or torch). A
+reporter module must not import torch: it imports what it needs from `clbench.report` (the names that
+`clbench.api` exports for reporters). Two tables keep older results folders reporting: `MOVED_REPORTERS`
+(strings of reporters that have moved since) and `LEGACY_REPORTERS` (built-in methods whose runs were stored
+before run.json named their reporter); a new approach needs neither.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ from clbench.report.formatting import Table
 from clbench.report.loading import Results, read_parquet_files
 from clbench.results import RUN_FILE
 
-# method -> reporter import string of the built-in approaches (torch-free; a test checks it against the classes).
-BUILTIN_REPORTERS = {"hat": "clbench.approaches.hat.report:HatReporter",
-                     "mas": "clbench.approaches.importance.report:PenaltyReporter",
-                     "packnet": "clbench.approaches.packnet.report:PackNetReporter",
-                     "si": "clbench.approaches.importance.report:PenaltyReporter"}
 RUN_JSON_KEY = "monitoring_reporter"
+
+# Built-in method -> its reporter, for runs whose run.json names none (stored before clbench recorded the string,
+# or before the method had a reporter). Frozen: a method added since records its string; a test checks these
+# against what the approach classes declare.
+LEGACY_REPORTERS = {"hat": "clbench.approaches.hat.report:HatReporter",
+                    "mas": "clbench.approaches.importance.report:PenaltyReporter",
+                    "packnet": "clbench.approaches.packnet.report:PackNetReporter",
+                    "si": "clbench.approaches.importance.report:PenaltyReporter"}
 
 # Reporter strings that results written by older clbench versions store in run.json -> where the reporter is now
 # (each built-in method's reporter moved into its folder under clbench/approaches/). `load_reporter` follows them,
@@ -79,16 +84,20 @@ class MonitoringReporter:
 
 
 def reporter_string(results: Results, method: str) -> str | None:
-    """The import string of `method`'s reporter: built-in table first, else the first run.json that names one."""
-    if method in BUILTIN_REPORTERS:
-        return BUILTIN_REPORTERS[method]
+    """The import string of `method`'s reporter: the first of its runs' run.json that names one (what the approach
+    declared when it ran), else `LEGACY_REPORTERS` (runs stored before run.json named it)."""
     for run_id, run in results.info.items():
         if run["method"] != method or RUN_FILE not in results.files.get(run_id, set()):
             continue
-        declared = json.loads((results.folder(run_id) / RUN_FILE).read_text()).get(RUN_JSON_KEY)
+        try:
+            declared = json.loads((results.folder(run_id) / RUN_FILE).read_text()).get(RUN_JSON_KEY)
+        except (OSError, ValueError):
+            if method in LEGACY_REPORTERS:  # a built-in's reporter never depended on its run.json
+                return LEGACY_REPORTERS[method]
+            raise
         if declared:
             return str(declared)
-    return None
+    return LEGACY_REPORTERS.get(method)
 
 
 def load_reporter(target: str, method: str) -> MonitoringReporter:

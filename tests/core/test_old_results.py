@@ -68,3 +68,19 @@ def test_old_results_draw_the_same_figures(tmp_path: Path) -> None:
                      f"{BENCHMARK}-hat-c=2.0-capacity", f"{BENCHMARK}-hat-c=2.0-layers",
                      f"{BENCHMARK}-hat-c=2.0-reuse", f"{BENCHMARK}-hat-sensitivity"]
     assert {path.suffix for path in tmp_path.iterdir()} == {".png", ".pdf"}
+
+
+def test_runs_that_name_no_reporter_get_the_builtin_ones(tmp_path: Path) -> None:
+    """Runs stored before run.json named a reporter (the key absent or null) are still reported, through
+    `LEGACY_REPORTERS`, with the same text."""
+    import json
+    import shutil
+
+    results = tmp_path / "results"
+    shutil.copytree(FIXTURE, results)
+    for path in results.glob(f"{BENCHMARK}/*/*/seed-0/run.json"):
+        run = json.loads(path.read_text())
+        del run["monitoring_reporter"]
+        path.write_text(json.dumps(run))
+    assert report(results, "--monitoring") == (GOLDEN / "monitoring.md").read_text()
+    assert report(results, "--table") == (GOLDEN / "table.md").read_text()

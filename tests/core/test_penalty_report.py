@@ -133,9 +133,9 @@ PENALTY_METHODS = ["mas", "si"]  # the approaches whose reporter is PenaltyRepor
 
 def test_penalty_methods_are_those_of_the_reporter() -> None:
     from clbench.approaches.importance.report import STRENGTH
-    from clbench.report import BUILTIN_REPORTERS
+    from clbench.report import LEGACY_REPORTERS
 
-    assert sorted(method for method, reporter in BUILTIN_REPORTERS.items()
+    assert sorted(method for method, reporter in LEGACY_REPORTERS.items()
                   if reporter == "clbench.approaches.importance.report:PenaltyReporter") == PENALTY_METHODS
     assert sorted(STRENGTH) == PENALTY_METHODS
 

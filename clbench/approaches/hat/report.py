@@ -15,10 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from clbench.report.formatting import Table, format_seeds, plain
-from clbench.report.loading import Results, read_parquet_files
-from clbench.report.monitoring import MonitoringReporter
-from clbench.report.statistics import run_values
+from clbench.report import MonitoringReporter, Results, Table, format_seeds, plain, read_parquet_files, run_values
 
 CAPACITY_COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("mask", "string"),
                     ("layer", "string"), ("used", "int64"), ("weights", "int64"), ("fraction", "double"))

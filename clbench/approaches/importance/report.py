@@ -15,9 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from clbench.report.formatting import Table, format_seeds, plain
-from clbench.report.loading import Results
-from clbench.report.monitoring import MonitoringReporter
+from clbench.report import MonitoringReporter, Results, Table, format_seeds, plain
 
 TABLE = "penalty_stiffness"
 STRENGTH = {"si": "c", "mas": "lamb"}  # the hyper-parameter that scales each method's penalty

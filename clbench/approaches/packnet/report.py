@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from clbench.report.formatting import Table, format_seeds, plain
-from clbench.report.loading import Results
-from clbench.report.monitoring import MonitoringReporter
+from clbench.report import MonitoringReporter, Results, Table, format_seeds, plain
 
 TABLE = "packnet_capacity"
 COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("task", "int64"), ("layer", "string"),
