@@ -151,7 +151,7 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
         text = hat_report.hat_csv(hat) if fmt == "csv" else tables.render_tables(hat_report.hat_tables(hat), fmt)
         sections.append((name, "hat", text))
     if request.paper:
-        from clbench.paper_results import build_paper_comparison, render_comparison
+        from clbench.report.paper_results import build_paper_comparison, render_comparison
 
         comparison = build_paper_comparison(results, name, results=loaded)
         sections.append((name, "paper", render_comparison(comparison, fmt)))

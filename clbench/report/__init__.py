@@ -18,7 +18,8 @@ averaged silently: they are listed in the notes with the command that fixes them
 One module per job: `loading` (results folders, Parquet reads, schema checks, labels), `statistics` (Cell,
 summarize, Student-t, per-run forgetting-ratio values against matched references), `tables` (Table objects),
 `render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters), `formatting` (`Table` and
-number formats). Every public name is re-exported here.
+number formats); every public name of these is re-exported here. `figures` (matplotlib, `--plot`) and
+`paper_results` (the paper's published numbers, `--paper`) are imported where they are used.
 """
 
 from __future__ import annotations
