@@ -234,4 +234,4 @@ def test_report_imports_neither_torch_nor_torchvision(golden: Path, tmp_path: Pa
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().replace("'", '"')) == []
-    assert (tmp_path / "figures" / "b-forgetting-ratio.png").is_file()  # matplotlib and clbench.plots ran
+    assert (tmp_path / "figures" / "b-forgetting-ratio.png").is_file()  # matplotlib and clbench.report.figures ran

@@ -6,7 +6,7 @@ it), `quadratic_penalty` and its gradient `quadratic_penalty_gradient`, and the 
 under plain SGD, `penalty_stiffness` (shared with MAS).
 MAS (Aljundi et al. 2018): `mas_importance` (mean absolute gradient of the squared L2 norm of the output).
 Both accumulate their importance over tasks with `accumulate_importance` (a sum). The approach files
-(`clbench/approaches/si.py`, `mas.py`) only wire these in.
+(`si.py`, `mas.py` in this folder) only wire these in.
 
 A parameter dict maps parameter names (as in `named_parameters()`) to tensors of the parameter's shape.
 """
