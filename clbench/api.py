@@ -35,8 +35,11 @@ Reporting monitoring tables: set the class attribute `monitoring_reporter = "pac
 subclass of `MonitoringReporter` (override `tables(results) -> list[Table]`, optionally `csv`, `plots`, and
 `table_notes` for warnings under the main table) in a module that does not import torch; `clbench report
 --monitoring` prints its tables for your runs (run.json records the string, so `report` never imports your
-approach). HAT (`clbench.hat_report`), PackNet (`clbench.packnet_report`), SI and MAS (`clbench.penalty_report`)
-are reported this way.
+approach). This module imports torch, so the reporter module imports the reporter names from the torch-free
+`clbench.report` (the same objects as here: `MonitoringReporter`, `Results` (here `ReportResults`), `Table`,
+`plain`, `format_seeds`, `read_parquet_files`, `run_values`). HAT (`clbench.approaches.hat.report`), PackNet
+(`clbench.approaches.packnet.report`), SI and MAS (`clbench.approaches.importance.report`) are reported this way
+and use only these names.
 
 Registration: a class named on the command line (`--method path/to/file.py:Class` or
 `--method package.module:Class`) or by an entry point in the group `clbench.approaches` is registered by
@@ -72,16 +75,21 @@ from clbench.approaches.base import (
     EpochLog,
     Evaluation,
     Hyperparameters,
+    ParameterDict,
     StepInfo,
     TaskLog,
+    detached_parameters,
+    named_body_parameters,
     register,
+    tensors_to,
 )
 from clbench.approaches.plugins import ENTRY_POINT_GROUP
-from clbench.config import field
+from clbench.approaches.registry import REGISTRY  # noqa: F401  (built-ins registered before any plugin)
 from clbench.data.tasks import Batch, InputTransform, LabelledData, Task, TaskSequence
 from clbench.errors import ClbenchError, SpecError
 from clbench.nets import MultiHeadNet
 from clbench.spec import NetworkSpec, TrainingSpec
+from clbench.spec.fields import field
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -114,31 +122,14 @@ __all__ = [
     "MonitoringReporter",
     "ReportResults",
     "Table",
+    "format_seeds",
+    "plain",
+    "read_parquet_files",
+    "run_values",
 ]
 
 MonitoringTables = dict[str, list[dict[str, Any]]]
 """What `Approach.monitoring` returns: table name -> rows (each a dict of column -> plain value)."""
-
-ParameterDict = dict[str, torch.Tensor]
-"""Parameter name -> tensor, e.g. an anchor of weights kept in `extra_state`."""
-
-
-def named_body_parameters(network: MultiHeadNet) -> list[tuple[str, torch.nn.Parameter]]:
-    """(name, parameter) of a multi-head network's shared body: every parameter except the task heads'."""
-    body = {id(parameter) for parameter in network.body_parameters()}
-    return [(name, parameter) for name, parameter in network.named_parameters() if id(parameter) in body]
-
-
-def detached_parameters(module: torch.nn.Module | list[tuple[str, torch.nn.Parameter]]) -> ParameterDict:
-    """A detached copy of named parameters (a module's, or `(name, parameter)` pairs): an anchor to keep."""
-    pairs = module.named_parameters() if isinstance(module, torch.nn.Module) else module
-    return {name: parameter.detach().clone() for name, parameter in pairs}
-
-
-def tensors_to(tensors: ParameterDict, device: torch.device) -> ParameterDict:
-    """Move a dict of tensors (from a checkpoint's `extra_state`) to the approach's device."""
-    return {name: tensor.to(device) for name, tensor in tensors.items()}
-
 
 def toy_tasks(n_tasks: int = 2, n_classes: int = 2, n_samples: int = 64, side: int = 4,
               seed: int = 0) -> TaskSequence:
@@ -171,5 +162,12 @@ def toy_context(tasks: TaskSequence, *, hidden: tuple[int, ...] = (16,), max_epo
 # -- monitoring reporter hook: an approach's `monitoring_reporter = "package.module:Class"` names a subclass of
 #    `MonitoringReporter` that `clbench report --monitoring` imports without torch; it reads `ReportResults` (the
 #    loaded results of one benchmark: `info`, `files`, `folder(run_id)`) and returns `Table`s.
-from clbench.report import MonitoringReporter, Table  # noqa: E402  (torch-free)
+from clbench.report import (  # noqa: E402  (torch-free)
+    MonitoringReporter,
+    Table,
+    format_seeds,
+    plain,
+    read_parquet_files,
+    run_values,
+)
 from clbench.report import Results as ReportResults  # noqa: E402

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from clbench.engine import SilentObserver
+from clbench.run.engine import SilentObserver
 
 
 class Stop(Exception):

@@ -32,9 +32,9 @@ from torch.nn import functional
 from torch.utils.data import DataLoader, TensorDataset
 
 from clbench.approaches import ApproachContext, resolve
-from clbench.bench import bench_tasks
 from clbench.data.tasks import LabelledData, TaskSequence
 from clbench.nets import build_network
+from clbench.run.bench import bench_tasks
 from clbench.seeding import seed_global_torch, torch_generator
 from clbench.spec import BenchmarkSpec, load_benchmark
 

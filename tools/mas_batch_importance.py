@@ -3,11 +3,12 @@
     python tools/mas_batch_importance.py mnist2 --mirror ../shared/data --set data.max_train_samples=2000
 
 Aljundi et al.'s paper (eq. 2) averages |d ||f(x)||^2 / d theta| over samples; clbench does that, one gradient
-per sample (`clbench.importance.mas_importance`). Their demo (rahafaljundi/MAS-Memory-Aware-Synapses,
-`Demo.ipynb` with `b1=False`, batch size 200; `MAS_utils/MAS_based_Training.py`, `compute_importance_l2` and
-`MAS_Omega_update`) takes per batch the gradient of the batch's summed squared output norms, its absolute value,
-and keeps the running mean over samples: Omega_demo = (1/N) sum_batches |sum_{i in batch} g_i|. By the triangle
-inequality Omega_clbench >= Omega_demo entry by entry. This trains MAS on the benchmark's first task (seed 0, the
+per sample (`clbench.approaches.importance.functions.mas_importance`). Their demo
+(rahafaljundi/MAS-Memory-Aware-Synapses, `Demo.ipynb` with `b1=False`, batch size 200;
+`MAS_utils/MAS_based_Training.py`, `compute_importance_l2` and `MAS_Omega_update`) takes per batch the gradient
+of the batch's summed squared output norms, its absolute value, and keeps the running mean over samples:
+Omega_demo = (1/N) sum_batches |sum_{i in batch} g_i|. By the triangle inequality Omega_clbench >= Omega_demo
+entry by entry. This trains MAS on the benchmark's first task (seed 0, the
 spec's protocol after `--set`), computes both on that task's training data and prints, per body parameter,
 the ratio of their sums and the median of the per-weight ratios (weights where the demo's is > 0).
 """
@@ -21,9 +22,9 @@ import torch
 
 from clbench.approaches import resolve
 from clbench.approaches.base import ApproachContext
+from clbench.approaches.importance.functions import ParameterDict, mas_importance
 from clbench.data.tasks import LabelledData, build_tasks
-from clbench.engine import fetching_loader, loader_for
-from clbench.importance import ParameterDict, mas_importance
+from clbench.run.engine import fetching_loader, loader_for
 from clbench.spec import load_benchmark
 
 DEMO_BATCH = 200  # Demo.ipynb: batch_size=200, b1=False

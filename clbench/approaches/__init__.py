@@ -1,111 +1,47 @@
-"""Approaches: one module each, registered by name. Importing this package registers the built-in ones.
+"""Continual-learning approaches: one file (or folder) per method over `base.Approach`, found through one table.
 
-Plugins (`clbench.approaches.plugins`): `approach_names` and `lookup` also register the installed entry points
-of the group `clbench.approaches`, and `lookup` accepts a method spec `file.py:Class` / `package.module:Class`.
+`BUILTINS` maps each built-in method's name to the "module:Class" that defines it: the same form as a plugin's
+`--method package.module:Class`, and the one line a new built-in adds here. Nothing is imported at import time,
+so this package and a method folder's `__init__` are torch-free: `clbench report` imports a method's monitoring
+reporter (e.g. `clbench.approaches.hat.report`) without torch.
+
+The registry (`clbench.approaches.registry`: `REGISTRY`, `resolve`, `lookup`, `approach_names`, ...) imports
+torch and every built-in; its names can be imported from here too, which loads it on first use.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any
 
-import clbench.approaches.ewc  # noqa: F401  (registration)
-import clbench.approaches.hat  # noqa: F401  (registration)
-import clbench.approaches.imm  # noqa: F401  (registration)
-import clbench.approaches.lfl  # noqa: F401  (registration)
-import clbench.approaches.lwf  # noqa: F401  (registration)
-import clbench.approaches.mas  # noqa: F401  (registration)
-import clbench.approaches.packnet  # noqa: F401  (registration)
-import clbench.approaches.pathnet  # noqa: F401  (registration)
-import clbench.approaches.pnn  # noqa: F401  (registration)
-import clbench.approaches.si  # noqa: F401  (registration)
-from clbench.approaches import joint, random_classifier, sgd, sgd_frozen  # noqa: F401  (registration)
-from clbench.approaches.base import ORIGINS, REGISTRY, Approach, ApproachContext, Hyperparameters
-from clbench.approaches.plugins import ensure_loaded, is_method_spec, load_entry_points, load_method, reload_spec
-from clbench.config import build, to_dict
-from clbench.errors import SpecError
-from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections
+BUILTINS: dict[str, str] = {
+    "ewc": "clbench.approaches.ewc:EWC",
+    "hat": "clbench.approaches.hat:Hat",
+    "imm-mean": "clbench.approaches.imm:IMMMean",
+    "imm-mode": "clbench.approaches.imm:IMMMode",
+    "joint": "clbench.approaches.joint:Joint",
+    "lfl": "clbench.approaches.lfl:LFL",
+    "lwf": "clbench.approaches.lwf:LwF",
+    "mas": "clbench.approaches.importance.mas:MAS",
+    "packnet": "clbench.approaches.packnet:PackNet",
+    "pathnet": "clbench.approaches.pathnet:PathNetApproach",
+    "pnn": "clbench.approaches.pnn:ProgressiveNetworks",
+    "random": "clbench.approaches.random_classifier:RandomClassifier",
+    "sgd": "clbench.approaches.sgd:SGD",
+    "sgd-f": "clbench.approaches.sgd_frozen:SGDFrozen",
+    "si": "clbench.approaches.importance.si:SI",
+}
+"""Built-in method name -> "module:Class" (registered by `clbench.approaches.registry`, as plugins are)."""
 
-__all__ = ["ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach", "resolve",
-           "approach_names"]
+_REGISTRY_NAMES = ("ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach",
+                   "approach_names", "lookup", "resolve")
 
-
-def approach_names() -> list[str]:
-    """Registered approach names (built-ins, installed entry points, plugins loaded so far), sorted."""
-    load_entry_points()
-    return sorted(REGISTRY)
+__all__ = ["BUILTINS", *_REGISTRY_NAMES]
 
 
-@dataclass(frozen=True)
-class ResolvedApproach:
-    """An approach class with its validated hyper-parameters and its effective training protocol."""
+def __getattr__(name: str) -> Any:
+    """The registry's names (`from clbench.approaches import REGISTRY, resolve`), imported on first use."""
+    if name in _REGISTRY_NAMES:
+        from clbench.approaches import registry
 
-    cls: type[Approach]
-    hyperparameters: Hyperparameters
-    training: TrainingSpec
-
-    @property
-    def name(self) -> str:
-        return self.cls.name
-
-    def config(self) -> dict[str, Any]:
-        """Hyper-parameters and protocol; the approach's `revision` too once its algorithm has changed."""
-        revision = {"revision": self.cls.revision} if self.cls.revision else {}
-        return {"hyperparameters": to_dict(self.hyperparameters), "training": to_dict(self.training), **revision}
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle by name plus how to import a plugin again, so a spawned worker can rebuild it."""
-        return (_rebuild_resolved, (self.name, reload_spec(self.name), to_dict(self.hyperparameters),
-                                    self.training))
-
-
-def _rebuild_resolved(name: str, reload: str | None, hyperparameters: dict[str, Any],
-                      training: TrainingSpec) -> ResolvedApproach:
-    """Unpickle a `ResolvedApproach` (in a worker: register its plugin first)."""
-    if name not in REGISTRY:
-        ensure_loaded(reload)
-    cls = lookup(name)
-    return ResolvedApproach(cls, build(cls.hyperparameters_class, hyperparameters, where=f"approaches.{name}",
-                                       source="(worker)"), training)
-
-
-def lookup(method: str) -> type[Approach]:
-    """The approach class registered as `method` (or named by a method spec `file.py:Class`); an unknown name
-    lists the valid ones."""
-    if is_method_spec(method):
-        method = load_method(method)
-    if method not in REGISTRY:
-        load_entry_points()
-    if method not in REGISTRY:
-        raise SpecError(f"unknown method {method!r}; valid methods: {', '.join(approach_names())} (a plugin is named "
-                        f"by its file or module: -m path/to/file.py:ClassName or -m package.module:ClassName)")
-    return REGISTRY[method]
-
-
-def resolve(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
-    """Validate the spec's section for `method` (its `training` sub-section overrides the protocol).
-
-    `method` is a registered name or a plugin's method spec (`file.py:Class`, `package.module:Class`). Every other
-    approach section is validated too (names against the registry, keys against each dataclass), so that a typo in
-    a section of an approach that is not run, e.g. from `--grid`, is an error as well.
-    """
-    method = lookup(method).name
-    check_approach_sections(spec, approach_names())
-    for other in spec.approaches:
-        if other != method:
-            _build(spec, other)
-    return _build(spec, method)
-
-
-def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
-    cls = REGISTRY[method]
-    section = spec.approach_section(method)
-    training_overrides = section.pop("training", None) or {}
-    where = f"approaches.{method}"
-    if not isinstance(training_overrides, dict):
-        raise SpecError(f"{spec.source}: `{where}.training` must be a mapping of training keys, e.g. "
-                        f"{{max_epochs: 50}}")
-    hyperparameters = build(cls.hyperparameters_class, section, where=where, source=spec.source)
-    merged = {**to_dict(spec.training), **training_overrides}
-    training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source)
-    return ResolvedApproach(cls, hyperparameters, replace(training))
+        return getattr(registry, name)
+    raise AttributeError(f"module 'clbench.approaches' has no attribute {name!r}")

@@ -29,12 +29,12 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from clbench.config import field
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network
 from clbench.seeding import torch_generator
 from clbench.spec import NetworkSpec, TrainingSpec, check_name
+from clbench.spec.fields import field
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,31 @@ class PlateauSchedule:
     def state_dict(self) -> dict[str, Any]:
         return {"lr": self.lr, "patience": self.patience, "best_loss": self.best_loss, "stopped": self.stopped}
 
+
+# ---------------------------------------------------------------------- shared parameter helpers
+
+ParameterDict = dict[str, torch.Tensor]
+"""Parameter name -> tensor, e.g. an anchor of weights kept in `extra_state`."""
+
+
+def named_body_parameters(network: MultiHeadNet) -> list[tuple[str, torch.nn.Parameter]]:
+    """(name, parameter) of a multi-head network's shared body: every parameter except the task heads'."""
+    body = {id(parameter) for parameter in network.body_parameters()}
+    return [(name, parameter) for name, parameter in network.named_parameters() if id(parameter) in body]
+
+
+def detached_parameters(module: torch.nn.Module | list[tuple[str, torch.nn.Parameter]]) -> ParameterDict:
+    """A detached copy of named parameters (a module's, or `(name, parameter)` pairs): an anchor to keep."""
+    pairs = module.named_parameters() if isinstance(module, torch.nn.Module) else module
+    return {name: parameter.detach().clone() for name, parameter in pairs}
+
+
+def tensors_to(tensors: ParameterDict, device: torch.device) -> ParameterDict:
+    """Move a dict of tensors (from a checkpoint's `extra_state`) to the approach's device."""
+    return {name: tensor.to(device) for name, tensor in tensors.items()}
+
+
+# ---------------------------------------------------------------------- the registry
 
 REGISTRY: dict[str, type[Approach]] = {}
 ORIGINS: dict[str, dict[str, Any]] = {}  # name -> where a plugin came from (`clbench.approaches.plugins`)
@@ -393,15 +418,12 @@ class Approach:
 def compile_network(network: nn.Module) -> None:
     """torch.compile a network's body in place (parameter names and `state_dict` keys do not change).
 
-    A HAT-gated net compiles `gated_features` (the masks are tensor inputs: neither the task nor the annealed
-    s recompiles it), another multi-head net `features` (the task only picks the head, outside the graph);
-    other networks (PNN, PathNet) compile their whole forward, which recompiles per task or path.
+    A multi-head net compiles what its `compile_body` says: `features` (the task only picks the head, outside
+    the graph), or, HAT-gated, `gated_features` (the masks are tensor inputs: neither the task nor the annealed
+    s recompiles it); other networks (PNN, PathNet) compile their whole forward, which recompiles per task or
+    path.
     """
-    from clbench.nets.hat import GatedNet
-
-    if isinstance(network, GatedNet):
-        network.gated_features = torch.compile(network.gated_features)  # type: ignore[method-assign]
-    elif isinstance(network, MultiHeadNet):
-        network.features = torch.compile(network.features)  # type: ignore[method-assign]
+    if isinstance(network, MultiHeadNet):
+        network.compile_body()
     else:
         network.compile()

@@ -19,16 +19,16 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, register
-from clbench.config import field
-from clbench.data.tasks import TaskSequence
-from clbench.regularizers import (
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, tensors_to
+from clbench.approaches.regularizers import (
     ParameterDict,
     detached_copy,
     ewc_penalty,
     merge_fisher,
     task_fisher,
 )
+from clbench.data.tasks import TaskSequence
+from clbench.spec.fields import field
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,6 @@ class EWCHyperparameters(Hyperparameters):
                                            "reference does (false: eval mode)")
 
 
-@register
 class EWC(Approach):
     """Quadratic penalty towards the previous weights, weighted by the merged diagonal Fisher."""
 
@@ -78,5 +77,5 @@ class EWC(Approach):
         return {"fisher": self.fisher, "anchor": self.anchor}
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.fisher = {name: value.to(self.device) for name, value in state.get("fisher", {}).items()}
-        self.anchor = {name: value.to(self.device) for name, value in state.get("anchor", {}).items()}
+        self.fisher = tensors_to(state.get("fisher", {}), self.device)
+        self.anchor = tensors_to(state.get("anchor", {}), self.device)

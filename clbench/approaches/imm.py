@@ -18,11 +18,8 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, register
-from clbench.config import field
-from clbench.data.tasks import TaskSequence
-from clbench.nets import MultiHeadNet
-from clbench.regularizers import (
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, named_body_parameters, tensors_to
+from clbench.approaches.regularizers import (
     ParameterDict,
     detached_copy,
     imm_mean_merge,
@@ -30,12 +27,8 @@ from clbench.regularizers import (
     l2_transfer_penalty,
     task_fisher,
 )
-
-
-def body_named_parameters(network: MultiHeadNet) -> dict[str, torch.nn.Parameter]:
-    """name -> parameter for every parameter except the heads'."""
-    head_ids = {id(p) for p in network.heads.parameters()}
-    return {name: p for name, p in network.named_parameters() if id(p) not in head_ids}
+from clbench.data.tasks import TaskSequence
+from clbench.spec.fields import field
 
 
 @dataclass(frozen=True)
@@ -79,11 +72,12 @@ class IMM(Approach):
         if not self.anchor:
             raise RuntimeError(f"{self.name}: stage {stage + 1} needs the merged model of earlier tasks (load the "
                                "approach's state)")
-        return l2_transfer_penalty(body_named_parameters(self.multihead), self.anchor, self.hparams.regularization)
+        body = dict(named_body_parameters(self.multihead))
+        return l2_transfer_penalty(body, self.anchor, self.hparams.regularization)
 
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
         merged = self.merge(stage, tasks)
-        body = body_named_parameters(self.multihead)
+        body = dict(named_body_parameters(self.multihead))
         with torch.no_grad():
             for name, parameter in body.items():
                 parameter.copy_(merged[name])
@@ -97,10 +91,9 @@ class IMM(Approach):
         return {"anchor": self.anchor}
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.anchor = {name: value.to(self.device) for name, value in state.get("anchor", {}).items()}
+        self.anchor = tensors_to(state.get("anchor", {}), self.device)
 
 
-@register
 class IMMMean(IMM):
     """Mean-IMM: the body becomes the uniform average of the bodies trained on each task so far."""
 
@@ -109,13 +102,12 @@ class IMMMean(IMM):
     hyperparameters_class = IMMMeanHyperparameters
 
     def merge(self, stage: int, tasks: TaskSequence) -> ParameterDict:
-        current = detached_copy(body_named_parameters(self.multihead))
+        current = detached_copy(dict(named_body_parameters(self.multihead)))
         if stage == 0 or not self.anchor:
             return current
         return imm_mean_merge(current, self.anchor, stage)
 
 
-@register
 class IMMMode(IMM):
     """Mode-IMM: the body becomes the Fisher-weighted average of the task-trained bodies.
 
@@ -134,7 +126,7 @@ class IMMMode(IMM):
         self.precision: ParameterDict = {}  # body name -> sum over merged tasks of (F_k + epsilon)
 
     def merge(self, stage: int, tasks: TaskSequence) -> ParameterDict:
-        body = body_named_parameters(self.multihead)
+        body = dict(named_body_parameters(self.multihead))
         fisher = task_fisher(self.network, body, tasks[stage].train, stage, self.hparams.fisher_batch_size,
                              self.hparams.fisher_dropout)
         current = detached_copy(body)
@@ -148,4 +140,4 @@ class IMMMode(IMM):
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         super().load_extra_state(state)
-        self.precision = {name: value.to(self.device) for name, value in state.get("precision", {}).items()}
+        self.precision = tensors_to(state.get("precision", {}), self.device)

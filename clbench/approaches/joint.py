@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, register
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, tensors_to
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 
 
@@ -34,7 +34,6 @@ def multihead_loss(features: torch.Tensor, heads: torch.nn.ModuleList, batch: Ba
     return loss, correct.sum()
 
 
-@register
 class Joint(Approach):
     """Multitask reference: retrains from the initial weights on all tasks seen so far."""
 
@@ -67,4 +66,4 @@ class Joint(Approach):
 
     def load_extra_state(self, state: dict[str, object]) -> None:
         weights: dict[str, torch.Tensor] = state["initial_weights"]  # type: ignore[assignment]
-        self.initial_weights = {name: value.to(self.device) for name, value in weights.items()}
+        self.initial_weights = tensors_to(weights, self.device)

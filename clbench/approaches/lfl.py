@@ -20,12 +20,12 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from clbench.approaches.base import Hyperparameters, StepInfo, register
+from clbench.approaches.base import Hyperparameters, StepInfo
 from clbench.approaches.lwf import WithPreviousModel
-from clbench.config import field
+from clbench.approaches.regularizers import lfl_penalty
 from clbench.data.tasks import Batch
 from clbench.nets import MultiHeadNet
-from clbench.regularizers import lfl_penalty
+from clbench.spec.fields import field
 
 
 def last_body_linear(network: MultiHeadNet) -> nn.Linear:
@@ -59,7 +59,6 @@ class LFLHyperparameters(Hyperparameters):
                         minimum=0.0)
 
 
-@register
 class LFL(WithPreviousModel):
     """Cross-entropy on the new task plus an L2 pull of the penultimate activations towards the previous model."""
 

@@ -19,11 +19,11 @@ from typing import Any
 import torch
 from torch.nn import functional
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, register
-from clbench.config import field
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, tensors_to
+from clbench.approaches.regularizers import ParameterDict, distillation_loss, frozen_network
 from clbench.data.tasks import Batch, TaskSequence
 from clbench.nets import MultiHeadNet
-from clbench.regularizers import ParameterDict, distillation_loss, frozen_network
+from clbench.spec.fields import field
 
 
 class WithPreviousModel(Approach):
@@ -53,7 +53,7 @@ class WithPreviousModel(Approach):
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         weights = state.get("previous_network", {})
-        self.set_previous({name: value.to(self.device) for name, value in weights.items()})
+        self.set_previous(tensors_to(weights, self.device))
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,6 @@ class LwFHyperparameters(Hyperparameters):
                                         "1, 2, 4)", minimum=1e-3)
 
 
-@register
 class LwF(WithPreviousModel):
     """Cross-entropy on the new task plus distillation of every earlier head towards the previous model."""
 

@@ -17,7 +17,6 @@ from clbench.approaches.base import (
     Hyperparameters,
     ProgressCallback,
     TaskLog,
-    register,
 )
 from clbench.data.tasks import LabelledData, TaskSequence
 
@@ -33,7 +32,6 @@ def stratified_guesses(frequencies: torch.Tensor, n: int, generator: torch.Gener
     return torch.multinomial(frequencies, n, replacement=True, generator=generator)
 
 
-@register
 class RandomClassifier(Approach):
     """Predicts each test sample's label at random with the training set's class frequencies."""
 

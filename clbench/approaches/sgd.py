@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from clbench.approaches.base import Approach, register
+from clbench.approaches.base import Approach
 
 
-@register
 class SGD(Approach):
     """Cross-entropy on the current task's head; nothing protects earlier tasks."""
 

@@ -6,10 +6,9 @@ from collections.abc import Iterable
 
 from torch import nn
 
-from clbench.approaches.base import Approach, register
+from clbench.approaches.base import Approach
 
 
-@register
 class SGDFrozen(Approach):
     """Train the whole network on task 1; afterwards only the new heads learn (the body is a fixed extractor)."""
 

@@ -12,7 +12,7 @@ from clbench.cli.common import DataDirOption, ResultsOption, console, default_da
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from clbench.bench import BenchRun
+    from clbench.run.bench import BenchRun
 
 AMP_CHOICES = ("none", "bf16")
 
@@ -43,10 +43,10 @@ def bench(
     Uses the benchmark's cached data, or synthetic images of the same shapes and sizes when they are not
     cached (the output and the stored rows say which). Stores `<results>/_bench/<benchmark>-<UTC>.parquet`.
     """
-    from clbench.bench import BenchSettings, run_bench, write_bench
-    from clbench.engine import check_shipped_name, resolve_device
     from clbench.errors import ClbenchError
     from clbench.results import check_results_folder
+    from clbench.run.bench import BenchSettings, run_bench, write_bench
+    from clbench.run.engine import check_shipped_name, resolve_device
     from clbench.spec import command_argument, load_benchmark
 
     if amp not in AMP_CHOICES:

@@ -82,7 +82,7 @@ def load_methods(text: str) -> list[str]:
     Returns registered names. Call it before loading the spec: plugin sections and `--set <name>.<key>` are
     validated against the registry. Imports torch (call it inside a command).
     """
-    from clbench.approaches.plugins import load_methods as register_methods
+    from clbench.approaches.registry import load_methods as register_methods  # built-ins registered first
 
     return register_methods(parse_methods(text))
 

@@ -35,8 +35,8 @@ def evaluate(
     """Re-evaluate trained runs from their per-task checkpoints; writes evaluation.parquet in each run folder."""
     from rich.table import Table
 
-    from clbench.engine import check_shipped_name, fetching_loader, plan_runs, reevaluate, resolve_device
     from clbench.results import check_results_folder
+    from clbench.run.engine import check_shipped_name, fetching_loader, plan_runs, reevaluate, resolve_device
     from clbench.spec import load_benchmark
 
     check_results_folder(results)

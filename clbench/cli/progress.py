@@ -19,7 +19,7 @@ from rich.progress import (
 
 if TYPE_CHECKING:
     from clbench.approaches.base import EpochLog
-    from clbench.engine import RunOutcome, RunPlan
+    from clbench.run.engine import RunOutcome, RunPlan
 
 STATUS_STYLE = {"done": "green", "skipped": "yellow", "locked": "yellow", "failed": "red", "interrupted": "red"}
 

@@ -12,7 +12,8 @@ from clbench.cli.common import ResultsOption, console, handle_errors, parse_seed
 from clbench.errors import ClbenchError
 
 if TYPE_CHECKING:
-    from clbench.report import HatReport, Report, Results
+    from clbench.approaches.hat.report import HatReport
+    from clbench.report import Report, Results
 
 @dataclass(frozen=True)
 class ReportRequest:
@@ -124,6 +125,7 @@ def _spec_file_of_runs(results: Path, name: str) -> str | None:
 def _benchmark_sections(results: Path, name: str, request: ReportRequest,
                         spec_argument: str | None = None) -> tuple[list[tuple[str, str, str]], list[Path]]:
     from clbench import report as tables
+    from clbench.approaches.hat import report as hat_report
 
     loaded = tables.load_results(results, name, request.seeds, spec_argument=spec_argument)
     fmt, ci = request.fmt, request.ci
@@ -143,12 +145,12 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
         text = tables.time_csv(timing, ci) if fmt == "csv" else tables.render_tables(
             [tables.time_table(timing, ci)], fmt)
         sections.append((name, "time", text))
-    hat = tables.build_hat_report(loaded) if request.hat else None
+    hat = hat_report.build_hat_report(loaded) if request.hat else None
     if hat is not None:
-        text = tables.hat_csv(hat) if fmt == "csv" else tables.render_tables(tables.hat_tables(hat), fmt)
+        text = hat_report.hat_csv(hat) if fmt == "csv" else tables.render_tables(hat_report.hat_tables(hat), fmt)
         sections.append((name, "hat", text))
     if request.paper:
-        from clbench.paper_results import build_paper_comparison, render_comparison
+        from clbench.report.paper_results import build_paper_comparison, render_comparison
 
         comparison = build_paper_comparison(results, name, results=loaded)
         sections.append((name, "paper", render_comparison(comparison, fmt)))
@@ -185,11 +187,12 @@ def _draw(request: ReportRequest, main: Report | None, hat: HatReport | None) ->
     """The figures, when --plot is given (matplotlib is imported only then)."""
     if request.plot is None or main is None:
         return []
-    from clbench import plots
+    from clbench.approaches.hat import figures as hat_figures
+    from clbench.report import figures as plots
 
     figures = plots.plot_curves(main, request.plot, ci=request.ci)
     if hat is not None:
-        figures += plots.plot_hat(hat, request.plot)
+        figures += hat_figures.plot_hat(hat, request.plot)
     return figures
 
 

@@ -21,7 +21,7 @@ def spec(
     """
     from clbench.approaches import resolve
     from clbench.spec import command_argument, load_benchmark
-    from clbench.spec_render import render_spec
+    from clbench.spec.render import render_spec
 
     loaded = load_benchmark(benchmark, overrides)
     hyperparameters = {name: resolve(loaded, name).hyperparameters for name in loaded.approaches}

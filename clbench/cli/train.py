@@ -1,7 +1,7 @@
 """`clbench train`: sequential training per approach and seed, results as Parquet.
 
 Runs are resumed after their last finished task, locked while they run, and executed one after another, over
-`--jobs` worker processes, or on Ray (`--executor ray`); see `clbench.scheduler`.
+`--jobs` worker processes, or on Ray (`--executor ray`); see `clbench.run.scheduler`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from clbench.cli.common import (
 
 if TYPE_CHECKING:
     from clbench.data.tasks import DatasetLoader
-    from clbench.engine import RunOutcome, RunPlan
-    from clbench.scheduler import Execution
+    from clbench.run.engine import RunOutcome, RunPlan
+    from clbench.run.execution import Execution
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -68,9 +68,16 @@ def train(
 ) -> None:
     """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
     from clbench.data.custom import check_own_tasks
-    from clbench.engine import check_code, check_shipped_name, fetching_loader, plan_runs, prepare_data, unique_plans
     from clbench.results import check_results_folder, is_complete
-    from clbench.scheduler import Execution, check_execution, parse_devices
+    from clbench.run.engine import (
+        check_code,
+        check_shipped_name,
+        fetching_loader,
+        plan_runs,
+        prepare_data,
+        unique_plans,
+    )
+    from clbench.run.execution import Execution, check_execution, parse_devices
     from clbench.spec import load_benchmark
 
     seed_list = parse_seeds(seeds)
@@ -107,14 +114,14 @@ def grid_override_sets(overrides: list[str], grid: list[str]) -> list[list[str]]
     """The `--set` overrides, extended by each combination of the `--grid` values (one set without a grid)."""
     if not grid:
         return [list(overrides)]
-    from clbench.grid import expand_grid
+    from clbench.spec.grid import expand_grid
 
     return [[*overrides, *combination] for combination in expand_grid(grid)]
 
 
 def _run(plans: list[RunPlan], execution: Execution, loader: DatasetLoader) -> list[RunOutcome]:
     from clbench.cli.progress import RunsOverview
-    from clbench.scheduler import run_plans
+    from clbench.run.execution import run_plans
 
     with RunsOverview(console(), len(plans)) as overview:
         return run_plans(plans, execution, loader, overview)

@@ -25,6 +25,10 @@ class MultiHeadNet(nn.Module):
         """Logits of task `task`'s head: (B, n_classes[task])."""
         return self.heads[task](self.features(x))
 
+    def compile_body(self) -> None:
+        """torch.compile the body (`features`) in place; the task only picks the head, outside the graph."""
+        self.features = torch.compile(self.features)  # type: ignore[method-assign]
+
     def body_parameters(self) -> list[nn.Parameter]:
         """Every parameter except the heads'."""
         head_ids = {id(p) for p in self.heads.parameters()}

@@ -8,7 +8,7 @@ a small thread pool) and shared by every table and plot:
   parameter count (the paper's permuted / split MNIST tables);
 - `build_time_report`: training time (total, per epoch, per batch) and the bench's per-batch forward and
   forward+backward times (the paper's training-time table);
-- monitoring: each approach's own tables (`monitoring.py`; HAT's live in `clbench.hat_report`).
+- monitoring: each approach's own tables (`monitoring.py`; HAT's live in `clbench.approaches.hat.report`).
 
 Cells are mean (std) over seeds (sample std, ddof=1) or, asked for, mean +- the half-width of the Student-t 95%
 confidence interval of the mean. Runs are grouped by (method, config hash); a method with several configs is
@@ -17,49 +17,38 @@ averaged silently: they are listed in the notes with the command that fixes them
 
 One module per job: `loading` (results folders, Parquet reads, schema checks, labels), `statistics` (Cell,
 summarize, Student-t, per-run forgetting-ratio values against matched references), `tables` (Table objects),
-`render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters). Every name is re-exported here.
+`render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters), `formatting` (`Table` and
+number formats); every public name of these is re-exported here. `figures` (matplotlib, `--plot`) and
+`paper_results` (the paper's published numbers, `--paper`) are imported where they are used.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from clbench.report.loading import (  # noqa: F401
+from clbench.report.formatting import Table, format_seeds, plain
+from clbench.report.loading import (
     IDENTITY,
     READ_COLUMNS,
     READ_THREADS,
     REFERENCES,
     Results,
-    _check_schema_versions,
-    _config_description,
-    _differing,
-    _incomplete_run,
-    _pandas_dtype,
-    _read_columns,
-    _subfolders,
     benchmarks_in,
     load_results,
     method_labels,
     read_parquet_files,
     run_folders,
 )
-from clbench.report.monitoring import (  # noqa: F401
-    BUILTIN_REPORTERS,
+from clbench.report.monitoring import (
+    LEGACY_REPORTERS,
+    MOVED_REPORTERS,
     MonitoringReporter,
     load_reporter,
     monitoring_reporters,
+    monitoring_table_notes,
     reporter_string,
 )
-from clbench.report.render import (  # noqa: F401
+from clbench.report.render import (
     FORMATS,
     LATEX_SPECIALS,
-    _cell_columns,
-    _html_header,
-    _latex_header,
-    _render_html,
-    _render_latex,
-    _render_markdown,
-    _render_one,
     latex_escape,
     render,
     render_tables,
@@ -67,15 +56,11 @@ from clbench.report.render import (  # noqa: F401
     summary_csv,
     time_csv,
 )
-from clbench.report.statistics import (  # noqa: F401
+from clbench.report.statistics import (
     CONFIDENCE,
     METRICS,
     REFERENCE_KEYS,
     Cell,
-    _is_method_override,
-    _present,
-    _reference_command,
-    _run_values,
     match_reference,
     reference_candidates,
     run_values,
@@ -83,26 +68,18 @@ from clbench.report.statistics import (  # noqa: F401
     student_t_two_sided,
     summarize,
 )
-from clbench.report.tables import (  # noqa: F401
+from clbench.report.tables import (
     Report,
     Summary,
     SummaryRow,
-    Table,
     TimeReport,
     TimeRow,
-    _bench_notes,
-    _device_notes,
-    _parameter_count,
-    _plain,
-    _plural,
-    _sort_value,
     build_report,
     build_summary,
     build_time_report,
     complete_runs,
     format_cell,
     format_parameters,
-    format_seeds,
     format_value,
     header,
     incomplete_notes,
@@ -113,34 +90,17 @@ from clbench.report.tables import (  # noqa: F401
     table_rows,
     time_table,
 )
-from clbench.results import BENCH_COLUMNS, BENCH_FOLDER  # noqa: F401
+from clbench.results import BENCH_COLUMNS, BENCH_FOLDER
 
-# HAT's report moved next to the approach (clbench.hat_report); imported on first use, which also avoids an
-# import cycle (clbench.hat_report imports clbench.report.loading).
-_HAT_NAMES = (
-    "CAPACITY_COLUMNS",
-    "HatMonitoring",
-    "HatReport",
-    "REUSE_COLUMNS",
-    "Sensitivity",
-    "_capacity_table",
-    "_masks_file",
-    "_mean_over_seeds",
-    "_monitoring_table",
-    "_reuse_table",
-    "_task_order_note",
-    "_task_orders",
-    "build_hat_report",
-    "hat_csv",
-    "hat_sensitivity",
-    "hat_tables",
-    "sensitivity_table",
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HAT_NAMES:
-        import clbench.hat_report
-
-        return getattr(clbench.hat_report, name)
-    raise AttributeError(f"module 'clbench.report' has no attribute {name!r}")
+__all__ = [
+    "BENCH_COLUMNS", "BENCH_FOLDER", "CONFIDENCE", "FORMATS", "IDENTITY", "LATEX_SPECIALS", "LEGACY_REPORTERS",
+    "METRICS", "MOVED_REPORTERS", "READ_COLUMNS", "READ_THREADS", "REFERENCES", "REFERENCE_KEYS", "benchmarks_in",
+    "build_report", "build_summary", "build_time_report", "Cell", "complete_runs", "format_cell",
+    "format_parameters", "format_seeds", "format_value", "header", "incomplete_notes", "latest_bench",
+    "latex_escape", "load_reporter", "load_results", "match_reference", "method_labels", "monitoring_reporters",
+    "monitoring_table_notes", "MonitoringReporter", "plain", "read_parquet_files", "reference_candidates", "render",
+    "render_tables", "Report", "report_csv", "report_table", "reporter_string", "Results", "run_folders",
+    "run_values", "seed_coverage_notes", "student_t_quantile", "student_t_two_sided", "summarize", "Summary",
+    "summary_csv", "summary_table", "SummaryRow", "Table", "table_rows", "time_csv", "time_table", "TimeReport",
+    "TimeRow",
+]

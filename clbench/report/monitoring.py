@@ -2,9 +2,11 @@
 
 An approach declares its reporter as an import string `"package.module:ClassName"` in its class attribute
 `monitoring_reporter` (see `clbench.approaches.base.Approach`); the engine copies it into every run.json, so
-`report` finds a plugin's reporter without importing the approach (or torch). Built-in approaches are also
-listed in `BUILTIN_REPORTERS`, so results written before run.json carried the string still get their tables.
-A reporter module must not import torch.
+`report` finds every approach's reporter, built-in or plugin, without importing the approach (or torch). A
+reporter module must not import torch: it imports what it needs from `clbench.report` (the names that
+`clbench.api` exports for reporters). Two tables keep older results folders reporting: `MOVED_REPORTERS`
+(strings of reporters that have moved since) and `LEGACY_REPORTERS` (built-in methods whose runs were stored
+before run.json named their reporter); a new approach needs neither.
 """
 
 from __future__ import annotations
@@ -16,15 +18,27 @@ from pathlib import Path
 import pandas as pd
 
 from clbench.errors import ResultsError
+from clbench.report.formatting import Table
 from clbench.report.loading import Results, read_parquet_files
-from clbench.report.tables import Table
 
-# method -> reporter import string of the built-in approaches (torch-free; a test checks it against the classes).
-BUILTIN_REPORTERS = {"hat": "clbench.hat_report:HatReporter",
-                     "mas": "clbench.penalty_report:PenaltyReporter",
-                     "packnet": "clbench.packnet_report:PackNetReporter",
-                     "si": "clbench.penalty_report:PenaltyReporter"}
 RUN_JSON_KEY = "monitoring_reporter"
+
+# Built-in method -> its reporter, for runs whose run.json names none (stored before clbench recorded the string,
+# or before the method had a reporter). Frozen: a method added since records its string; a test checks these
+# against what the approach classes declare.
+LEGACY_REPORTERS = {"hat": "clbench.approaches.hat.report:HatReporter",
+                    "mas": "clbench.approaches.importance.report:PenaltyReporter",
+                    "packnet": "clbench.approaches.packnet.report:PackNetReporter",
+                    "si": "clbench.approaches.importance.report:PenaltyReporter"}
+
+# Reporter strings that results written by older clbench versions store in run.json -> where the reporter is now
+# (each built-in method's reporter moved into its folder under clbench/approaches/). `load_reporter` follows them,
+# so old results folders still report.
+MOVED_REPORTERS = {
+    "clbench.hat_report:HatReporter": "clbench.approaches.hat.report:HatReporter",
+    "clbench.packnet_report:PackNetReporter": "clbench.approaches.packnet.report:PackNetReporter",
+    "clbench.penalty_report:PenaltyReporter": "clbench.approaches.importance.report:PenaltyReporter",
+}
 
 
 class MonitoringReporter:
@@ -68,19 +82,20 @@ class MonitoringReporter:
 
 
 def reporter_string(results: Results, method: str) -> str | None:
-    """The import string of `method`'s reporter: built-in table first, else the first run.json that names one."""
-    if method in BUILTIN_REPORTERS:
-        return BUILTIN_REPORTERS[method]
+    """The import string of `method`'s reporter: the first of its runs' run.json that names one (what the approach
+    declared when it ran), else `LEGACY_REPORTERS` (runs stored before run.json named it)."""
     for run_id, run in results.info.items():
         stored = results.run_file(run_id) if run["method"] == method else None
         declared = stored.get(RUN_JSON_KEY) if stored else None
         if declared:
             return str(declared)
-    return None
+    return LEGACY_REPORTERS.get(method)
 
 
 def load_reporter(target: str, method: str) -> MonitoringReporter:
-    """Import `target` ("module:Class") and build the reporter of `method`; a clear error when it cannot."""
+    """Import `target` ("module:Class", or a moved one's old string) and build the reporter of `method`; a clear
+    error when it cannot."""
+    target = MOVED_REPORTERS.get(target, target)
     module_name, _, class_name = target.partition(":")
     try:
         cls = getattr(importlib.import_module(module_name), class_name) if class_name else None

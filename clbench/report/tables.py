@@ -7,19 +7,17 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from clbench import metrics
 from clbench.errors import ResultsError
+from clbench.report.formatting import Table, format_seeds, plain
 from clbench.report.loading import REFERENCES, Results, load_results
+from clbench.report.monitoring import monitoring_table_notes
 from clbench.report.statistics import METRICS, Cell, run_values, summarize
 from clbench.results import BENCH_COLUMNS, BENCH_FOLDER
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass
@@ -64,8 +62,6 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
         report.rows.append((label, [summarize(stacked[:, i]) for i in range(stacked.shape[1])]))
     report.rows.sort(key=lambda row: (_sort_value(row[1][-1]), row[0]))
     report.notes += seed_coverage_notes(report.seeds)
-    from clbench.report.monitoring import monitoring_table_notes  # monitoring imports this module's Table
-
     report.notes += monitoring_table_notes(results)
     return report
 
@@ -134,17 +130,6 @@ def seed_coverage_notes(seeds: dict[str, list[int]]) -> list[str]:
 
 def _plural(count: int, word: str) -> str:
     return word if count == 1 else word + "s"
-
-
-def format_seeds(seeds: Iterable[int]) -> str:
-    """`0-2,5` for [0, 1, 2, 5]."""
-    ranges: list[list[int]] = []
-    for seed in sorted(set(seeds)):
-        if ranges and ranges[-1][1] == seed - 1:
-            ranges[-1][1] = seed
-        else:
-            ranges.append([seed, seed])
-    return ",".join(str(low) if low == high else f"{low}-{high}" for low, high in ranges)
 
 
 @dataclass(frozen=True)
@@ -308,16 +293,6 @@ def _bench_notes(bench: pd.DataFrame, results_dir: Path, benchmark: str, command
             f" ({'; '.join(parts)})"]
 
 
-@dataclass
-class Table:
-    """A formatted table (text cells) with an optional title and its notes."""
-
-    header: list[str]
-    rows: list[list[str]]
-    title: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-
 def format_cell(cell: Cell, metric: str, ci: bool = False) -> str:
     """`-0.06 (0.01)` for the forgetting ratio, `99.0 (0.2)` (percent) for accuracy; `–` when empty.
 
@@ -380,10 +355,6 @@ def time_table(report: TimeReport, ci: bool = False) -> Table:
         cells = [row.label, format_value(row.total_seconds, scale, 2, ci), format_value(row.epoch_seconds, 1, 1, ci),
                  format_value(row.batch_ms, 1, 1, ci)]
         if report.has_bench:
-            cells += [_plain(row.forward_ms, 1), _plain(row.forward_backward_ms, 1)]
+            cells += [plain(row.forward_ms, 1), plain(row.forward_backward_ms, 1)]
         rows.append([*cells, str(len(row.seeds))])
     return Table([*head, "seeds"], rows, notes=list(report.notes))
-
-
-def _plain(value: float, digits: int = 2) -> str:
-    return "–" if not math.isfinite(value) else f"{value:.{digits}f}"

@@ -12,10 +12,9 @@ from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 from torch.nn import functional
 
 from clbench.approaches import resolve
-from clbench.approaches.base import StepInfo
-from clbench.approaches.imm import body_named_parameters
+from clbench.approaches.base import StepInfo, named_body_parameters
 from clbench.approaches.lfl import penultimate
-from clbench.regularizers import detached_copy, imm_mean_merge, imm_mode_merge, task_fisher
+from clbench.approaches.regularizers import detached_copy, imm_mean_merge, imm_mode_merge, task_fisher
 from clbench.spec import benchmark_names, load_benchmark
 
 BASELINES = ("ewc", "imm-mean", "imm-mode", "lwf", "lfl")
@@ -116,10 +115,10 @@ def test_imm_mean_writes_the_average_of_task_trained_bodies_into_the_network(mlp
     trained = spy_on_end_task(approach)
     approach.learn_task(0, tasks)
     first = detached_copy(approach.anchor)
-    assert_dicts_close(first, detached_copy(body_named_parameters(approach.multihead)))
+    assert_dicts_close(first, detached_copy(dict(named_body_parameters(approach.multihead))))
     check_l2_transfer(approach)
     approach.learn_task(1, tasks)
-    body = body_named_parameters(approach.multihead)
+    body = dict(named_body_parameters(approach.multihead))
     expected = imm_mean_merge({name: trained[name] for name in body}, first, previous_tasks=1)
     assert_dicts_close(detached_copy(body), expected)
     assert_dicts_close(approach.anchor, expected)
@@ -164,15 +163,15 @@ def test_imm_mode_writes_the_fisher_weighted_merge_into_the_network(mlp) -> None
     trained = spy_on_end_task(approach)
     approach.learn_task(0, tasks)
     first, precision = detached_copy(approach.anchor), detached_copy(approach.precision)
-    assert_dicts_close(first, detached_copy(body_named_parameters(approach.multihead)))
+    assert_dicts_close(first, detached_copy(dict(named_body_parameters(approach.multihead))))
     check_l2_transfer(approach)
     approach.learn_task(1, tasks)
     network = approach.build_network()
     network.load_state_dict(trained)
-    fisher = task_fisher(network, body_named_parameters(network), tasks[1].train, 1, 20, True)
+    fisher = task_fisher(network, dict(named_body_parameters(network)), tasks[1].train, 1, 20, True)
     current = {name: trained[name] for name in fisher}
     expected, expected_precision = imm_mode_merge(first, precision, current, fisher, 1e-8)
-    assert_dicts_close(detached_copy(body_named_parameters(approach.multihead)), expected)
+    assert_dicts_close(detached_copy(dict(named_body_parameters(approach.multihead))), expected)
     assert_dicts_close(approach.precision, expected_precision)
     assert any(not torch.equal(expected[name], trained[name]) for name in expected)  # it really merged
     assert_evaluates_as(approach, {**trained, **expected}, tasks)

@@ -12,12 +12,12 @@ import torch
 from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 from torch.nn import functional
 
-from clbench import hat_functions as hf
 from clbench.approaches import resolve
 from clbench.approaches.base import StepInfo
 from clbench.approaches.hat import Hat, HatHyperparameters
+from clbench.approaches.hat import functions as hf
+from clbench.approaches.hat.network import GatedNet, HatAlexNet, HatMLP
 from clbench.data.tasks import TaskSequence
-from clbench.nets.hat import GatedNet, HatAlexNet, HatMLP
 from clbench.spec import load_benchmark
 
 NETWORKS = ["mlp", "alexnet"]

@@ -1,12 +1,12 @@
-"""HAT's mathematics (clbench.hat_functions) on hand-made tensors."""
+"""HAT's mathematics (clbench.approaches.hat.functions) on hand-made tensors."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from clbench import hat_functions as hf
-from clbench.hat_functions import LayerShape
+from clbench.approaches.hat import functions as hf
+from clbench.approaches.hat.functions import LayerShape
 
 
 # ---------------------------------------------------------------------------------------------- annealing

@@ -11,7 +11,7 @@ from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 from torch.func import functional_call
 
 from clbench.approaches import resolve
-from clbench.pruning import claim_free_weights, evaluation_mask, prune_free_weights
+from clbench.approaches.packnet.pruning import claim_free_weights, evaluation_mask, prune_free_weights
 from clbench.spec import load_benchmark
 
 QUICK = replace(TINY_TRAINING, max_epochs=2)

@@ -11,11 +11,11 @@ from synthetic import make_approach, tiny_spec, tiny_tasks
 
 from clbench.approaches import ApproachContext, resolve
 from clbench.approaches.base import PlateauSchedule
-from clbench.approaches.pathnet import Candidate, PathNetApproach, frozen_modules, mutate_path, random_path
+from clbench.approaches.pathnet.approach import Candidate, PathNetApproach, frozen_modules, mutate_path, random_path
+from clbench.approaches.pathnet.network import base_widths, body_plan, build_pathnet, pathnet_parameter_count
 from clbench.data.sources import get_source
 from clbench.data.tasks import TaskSequence, head_sizes_for, input_shape_for
 from clbench.nets import build_network, parameter_count
-from clbench.nets.pathnet import base_widths, body_plan, build_pathnet, pathnet_parameter_count
 from clbench.spec import load_benchmark
 
 # The tiny conv net is too narrow for 16 modules per layer (modules of 2 channels); 4 modules of 2 per path learn.

@@ -10,12 +10,12 @@ import torch
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
 from clbench.approaches import ApproachContext, resolve
-from clbench.approaches.pnn import ProgressiveNetworks
+from clbench.approaches.pathnet.network import base_widths, body_plan
+from clbench.approaches.pnn.approach import ProgressiveNetworks
+from clbench.approaches.pnn.network import ProgressiveNet, build_progressive, progressive_parameter_count
 from clbench.data.sources import get_source
 from clbench.data.tasks import TaskSequence, head_sizes_for, input_shape_for
 from clbench.nets import build_network, parameter_count
-from clbench.nets.pathnet import base_widths, body_plan
-from clbench.nets.progressive import ProgressiveNet, build_progressive, progressive_parameter_count
 from clbench.spec import load_benchmark
 
 

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from clbench.regularizers import (
+from clbench.approaches.regularizers import (
     diagonal_fisher,
     distillation_loss,
     ewc_penalty,

@@ -12,7 +12,7 @@ from torch.nn import functional
 
 from clbench.approaches import resolve
 from clbench.approaches.base import StepInfo
-from clbench.importance import (
+from clbench.approaches.importance.functions import (
     accumulate_importance,
     clip_at_zero,
     mas_importance,

@@ -1,10 +1,10 @@
-"""Width matching (clbench.sizing) on hand-made step functions."""
+"""Width matching (clbench.nets.sizing) on hand-made step functions."""
 
 from __future__ import annotations
 
 import pytest
 
-from clbench.sizing import WidthMatch, match_scale, match_widths, scaled_widths
+from clbench.nets.sizing import WidthMatch, match_scale, match_widths, scaled_widths
 
 
 def test_scaled_widths_round_and_stay_positive() -> None:

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from clbench.bench import BENCH_COLUMNS
 from clbench.cli import app
+from clbench.run.bench import BENCH_COLUMNS
 
 runner = CliRunner()
 SPEC = """

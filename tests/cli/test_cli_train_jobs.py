@@ -12,8 +12,8 @@ import torch
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.engine import plan_runs
 from clbench.results import read_run_file
+from clbench.run.engine import plan_runs
 from clbench.spec import load_benchmark
 
 runner = CliRunner()

@@ -82,7 +82,7 @@ def test_a_run_folder_outside_the_results_folder_is_refused(tmp_path: Path) -> N
 
 
 def test_a_monitoring_table_name_that_is_a_path_is_refused(tmp_path: Path) -> None:
-    from clbench.engine import monitoring_path
+    from clbench.run.engine import monitoring_path
 
     assert monitoring_path(tmp_path, "hat_masks") == tmp_path / "hat_masks.parquet"
     for table in ("../../escape", "a/b"):
@@ -91,7 +91,7 @@ def test_a_monitoring_table_name_that_is_a_path_is_refused(tmp_path: Path) -> No
 
 
 def test_a_bench_file_stays_in_the_bench_folder(tmp_path: Path) -> None:
-    from clbench.bench import bench_path
+    from clbench.run.bench import bench_path
 
     assert bench_path(tmp_path, "mnist2", "2024-01-01T00:00:00+00:00").parent == tmp_path / "_bench"
     with pytest.raises(ResultsError, match="is not inside"):

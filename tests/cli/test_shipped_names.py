@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.engine import check_shipped_name
 from clbench.errors import SpecError
+from clbench.run.engine import check_shipped_name
 from clbench.spec import load_benchmark
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the report tests' result builders

@@ -1,4 +1,4 @@
-"""`clbench.bench`: timings of the real loop, the stored Parquet, synthetic data; the amp and compile switches."""
+"""`clbench.run.bench`: timings of the real loop, the stored Parquet, synthetic data; the amp and compile switches."""
 
 from __future__ import annotations
 
@@ -13,7 +13,11 @@ import torch
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 
 from clbench.approaches.base import compile_network
-from clbench.bench import (
+from clbench.approaches.hat.network import build_hat_network
+from clbench.data.tasks import build_tasks
+from clbench.errors import SpecError
+from clbench.nets import build_network
+from clbench.run.bench import (
     BENCH_COLUMNS,
     BenchSettings,
     bench_tasks,
@@ -24,14 +28,10 @@ from clbench.bench import (
     timed_approach,
     write_bench,
 )
-from clbench.bench import synthetic_loader as bench_synthetic_loader
-from clbench.config import stable_hash
-from clbench.data.tasks import build_tasks
-from clbench.engine import run_config
-from clbench.errors import SpecError
-from clbench.nets import build_network
-from clbench.nets.hat import build_hat_network
+from clbench.run.bench import synthetic_loader as bench_synthetic_loader
+from clbench.run.engine import run_config
 from clbench.spec import load_benchmark
+from clbench.spec.fields import stable_hash
 
 CPU = torch.device("cpu")
 

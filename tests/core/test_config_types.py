@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from clbench.approaches import resolve
 from clbench.cli import app
-from clbench.config import build, field
 from clbench.errors import SpecError
 from clbench.spec import load_benchmark
+from clbench.spec.fields import build, field
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ import torch
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 
 from clbench.approaches import REGISTRY
-from clbench.engine import execute, plan_runs
 from clbench.metrics import accuracy_matrix, is_complete_matrix
+from clbench.run.engine import execute, plan_runs
 
 FAST = replace(TINY_TRAINING, max_epochs=2)
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 from synthetic import synthetic_loader, tiny_spec
 
-from clbench.engine import execute, load_checkpoint, plan_runs, reevaluate
 from clbench.errors import ResultsError
 from clbench.report import load_results
 from clbench.results import COLUMNS, SCHEMA_VERSION, read_run_file
+from clbench.run.engine import execute, load_checkpoint, plan_runs, reevaluate
 
 CPU = torch.device("cpu")
 
@@ -118,8 +118,8 @@ def test_loader_refuses_unknown_schema(tmp_path: Path) -> None:
 
 
 def test_resolve_device_names_the_bad_device_and_what_to_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    from clbench.engine import resolve_device
     from clbench.errors import ClbenchError
+    from clbench.run.engine import resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert resolve_device("auto") == CPU and resolve_device("cpu") == CPU

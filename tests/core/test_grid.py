@@ -7,7 +7,7 @@ import re
 import pytest
 
 from clbench.errors import ClbenchError
-from clbench.grid import GridError, expand_grid, split_values
+from clbench.spec.grid import GridError, expand_grid, split_values
 
 
 def test_product_in_option_order_first_option_slowest() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from clbench.approaches.hat.network import HatMLP
 from clbench.data.tasks import head_sizes_for, input_shape_for
 from clbench.nets import build_network
-from clbench.nets.hat import HatMLP
 from clbench.nets.mlp import MLP
 from clbench.spec import load_benchmark
 

@@ -54,7 +54,8 @@ def test_a_trained_packnet_run_is_reported_by_its_reporter(tmp_path: Path) -> No
     from clbench.results import read_run_file
 
     outcome = run(tmp_path, "packnet")
-    assert read_run_file(outcome.plan.run_dir)["monitoring_reporter"] == "clbench.packnet_report:PackNetReporter"
+    declared = read_run_file(outcome.plan.run_dir)["monitoring_reporter"]
+    assert declared == "clbench.approaches.packnet.report:PackNetReporter"
     result = CliRunner().invoke(app, ["report", outcome.plan.spec.name, "--results", str(tmp_path), "--monitoring"])
     assert result.exit_code == 0, result.output
     header = next(line for line in result.output.splitlines() if line.startswith("| layer"))

@@ -16,14 +16,14 @@ from test_report import write_run, write_run_json
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.paper_results import (
+from clbench.report import Cell
+from clbench.report.paper_results import (
     OurRow,
     compare,
     load_paper_results,
     override_setting,
     setting_differences,
 )
-from clbench.report import Cell
 
 # The paper beside the checkout (../shared/paper), else beside the data mirror ($CLBENCH_MIRROR/../paper).
 TEX_CANDIDATES = [Path(__file__).resolve().parents[3] / "shared" / "paper" / "hat-icml2018.tex",

@@ -79,7 +79,7 @@ def test_a_stable_penalty_gets_no_warning_and_mas_has_the_same_section(tmp_path:
 
 
 def test_an_si_run_and_a_mas_run_give_one_section_each(tmp_path: Path) -> None:
-    from clbench.penalty_report import PenaltyReporter
+    from clbench.approaches.importance.report import PenaltyReporter
     from clbench.report import load_results
 
     write_stiffness(write_run(tmp_path, "si", 0, [[0.9], [0.9, 0.9]]), SEED_0)
@@ -100,7 +100,8 @@ def test_a_trained_si_run_is_reported_by_its_reporter(tmp_path: Path) -> None:
     from clbench.results import read_run_file
 
     outcome = run(tmp_path, "si")
-    assert read_run_file(outcome.plan.run_dir)["monitoring_reporter"] == "clbench.penalty_report:PenaltyReporter"
+    declared = read_run_file(outcome.plan.run_dir)["monitoring_reporter"]
+    assert declared == "clbench.approaches.importance.report:PenaltyReporter"
     stored = pd.read_parquet(outcome.plan.run_dir / "penalty_stiffness.parquet")
     n_tasks = int(outcome.rows[-1]["stage"])
     assert sorted(stored["stage"].unique()) == list(range(1, n_tasks + 1))
@@ -131,11 +132,11 @@ PENALTY_METHODS = ["mas", "si"]  # the approaches whose reporter is PenaltyRepor
 
 
 def test_penalty_methods_are_those_of_the_reporter() -> None:
-    from clbench.penalty_report import STRENGTH
-    from clbench.report import BUILTIN_REPORTERS
+    from clbench.approaches.importance.report import STRENGTH
+    from clbench.report import LEGACY_REPORTERS
 
-    assert sorted(method for method, reporter in BUILTIN_REPORTERS.items()
-                  if reporter == "clbench.penalty_report:PenaltyReporter") == PENALTY_METHODS
+    assert sorted(method for method, reporter in LEGACY_REPORTERS.items()
+                  if reporter == "clbench.approaches.importance.report:PenaltyReporter") == PENALTY_METHODS
     assert sorted(STRENGTH) == PENALTY_METHODS
 
 
@@ -146,7 +147,7 @@ def test_every_strength_hint_names_a_real_hyperparameter_field(tmp_path: Path, m
     from synthetic import make_approach, tiny_spec, tiny_tasks
 
     from clbench.approaches import REGISTRY
-    from clbench.penalty_report import PenaltyReporter
+    from clbench.approaches.importance.report import PenaltyReporter
     from clbench.report import load_results
 
     write_stiffness(write_run(tmp_path, method, 0, [[0.9], [0.9, 0.9]]), SEED_0)  # unstable after task 2

@@ -12,9 +12,11 @@ from test_report import write_hat_tables, write_run
 from test_report_golden import golden_results, hat_capacity
 from test_report_tables import sensitivity_results
 
-from clbench import plots
+from clbench.approaches.hat import figures as hat_figures
+from clbench.approaches.hat.report import build_hat_report
 from clbench.cli.report import ReportRequest, run_report
-from clbench.report import Cell, Report, build_hat_report, build_report, load_results
+from clbench.report import Cell, Report, build_report, load_results
+from clbench.report import figures as plots
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +68,7 @@ def test_confidence_bands_are_wider_than_std_bands(results: Path, tmp_path: Path
 
 
 def test_hat_figures_capacity_layers_reuse_attention(results: Path, tmp_path: Path) -> None:
-    paths = plots.plot_hat(build_hat_report(load_results(results, "b")), tmp_path)
+    paths = hat_figures.plot_hat(build_hat_report(load_results(results, "b")), tmp_path)
     stem = str(tmp_path / "b-hat")
     capacity = assert_written(paths, f"{stem}-capacity")
     layers = assert_written(paths, f"{stem}-layers")
@@ -82,7 +84,7 @@ def test_hat_figures_capacity_layers_reuse_attention(results: Path, tmp_path: Pa
 
 def test_sensitivity_heat_map(tmp_path: Path) -> None:
     report = build_hat_report(load_results(sensitivity_results(tmp_path / "results"), "b"))
-    paths = plots.plot_hat(report, tmp_path / "figures", max_configs=0)
+    paths = hat_figures.plot_hat(report, tmp_path / "figures", max_configs=0)
     png = assert_written(paths, str(tmp_path / "figures" / "b-hat-sensitivity"))
     assert len(paths) == 2
     sensitivity = report.sensitivity

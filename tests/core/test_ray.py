@@ -13,10 +13,10 @@ from synthetic import SyntheticLoader, synthetic_loader, tiny_spec
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.engine import execute, plan_runs
 from clbench.errors import ClbenchError
-from clbench.ray_executor import ray_device, task_resources
-from clbench.scheduler import RunRequest
+from clbench.run.engine import execute, plan_runs
+from clbench.run.ray_executor import ray_device, task_resources
+from clbench.run.scheduler import RunRequest
 
 CPU = torch.device("cpu")
 SPEC = tiny_spec("mlp")
@@ -80,7 +80,7 @@ def ray_instance():  # type: ignore[no-untyped-def]
 
 @pytest.mark.slow
 def test_a_sweep_on_ray_gives_the_local_numbers_and_reports_a_failure(ray_instance, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from clbench.ray_executor import run_on_ray
+    from clbench.run.ray_executor import run_on_ray
 
     plans = plan_runs(SPEC, ["sgd", "ewc"], [0, 1], tmp_path / "ray")
     broken = plan_runs(SPEC, ["sgd"], [2], tmp_path / "ray")[0]

@@ -14,13 +14,14 @@ import torch
 from stopping import Stop, StopInTask2
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 
-from clbench import engine, metrics, results
+from clbench import metrics, results
 from clbench.approaches import ewc as ewc_module
 from clbench.approaches.base import PlateauSchedule
+from clbench.approaches.regularizers import merge_fisher
 from clbench.data.tasks import TaskSequence
-from clbench.engine import data_identity, evaluate_stage, execute, load_checkpoint, plan_runs
-from clbench.regularizers import merge_fisher
 from clbench.results import read_run_file
+from clbench.run import engine
+from clbench.run.engine import data_identity, evaluate_stage, execute, load_checkpoint, plan_runs
 from clbench.spec import BenchmarkSpec, DataSpec, NetworkSpec, TrainingSpec, load_benchmark
 
 NAN = np.nan

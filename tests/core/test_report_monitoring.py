@@ -10,7 +10,7 @@ from test_report_golden import GOLDEN, golden_results, portable
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report import BUILTIN_REPORTERS, MonitoringReporter, Results, Table, load_results
+from clbench.report import LEGACY_REPORTERS, MonitoringReporter, Results, Table, load_results
 from clbench.results import write_parquet
 
 FAKE_REPORTER = "test_report_monitoring:FakeReporter"
@@ -75,7 +75,7 @@ def test_built_in_reporters_match_what_the_approach_classes_declare() -> None:
     from clbench.approaches import REGISTRY
 
     declared = {name: cls.monitoring_reporter for name, cls in REGISTRY.items() if cls.monitoring_reporter}
-    assert declared == BUILTIN_REPORTERS
+    assert declared == LEGACY_REPORTERS
 
 
 def test_a_trained_run_records_its_reporter_and_report_uses_it(tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def test_a_trained_run_records_its_reporter_and_report_uses_it(tmp_path: Path) -
     from clbench.results import read_run_file
 
     outcome = run(tmp_path, "hat")
-    assert read_run_file(outcome.plan.run_dir)["monitoring_reporter"] == "clbench.hat_report:HatReporter"
+    assert read_run_file(outcome.plan.run_dir)["monitoring_reporter"] == "clbench.approaches.hat.report:HatReporter"
     assert read_run_file(run(tmp_path, "sgd").plan.run_dir)["monitoring_reporter"] is None
     code, output = invoke(outcome.plan.spec.name, "--results", str(tmp_path), "--monitoring")
     assert code == 0, output

@@ -15,16 +15,15 @@ from test_report import write_bench, write_hat_tables, write_run
 from test_report_golden import PARAMETERS, golden_results
 from typer.testing import CliRunner
 
+from clbench.approaches.hat.report import build_hat_report, hat_sensitivity
 from clbench.cli import app
 from clbench.errors import ResultsError
 from clbench.report import (
     Cell,
     benchmarks_in,
-    build_hat_report,
     build_report,
     build_summary,
     build_time_report,
-    hat_sensitivity,
     latest_bench,
     load_results,
     student_t_quantile,
@@ -235,4 +234,4 @@ def test_report_imports_neither_torch_nor_torchvision(golden: Path, tmp_path: Pa
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().replace("'", '"')) == []
-    assert (tmp_path / "figures" / "b-forgetting-ratio.png").is_file()  # matplotlib and clbench.plots ran
+    assert (tmp_path / "figures" / "b-forgetting-ratio.png").is_file()  # matplotlib and clbench.report.figures ran

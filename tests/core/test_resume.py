@@ -25,16 +25,16 @@ from typer.testing import CliRunner
 from clbench.approaches import REGISTRY
 from clbench.cli import app
 from clbench.data.tasks import build_tasks
-from clbench.engine import (
+from clbench.nets import parameter_count
+from clbench.results import read_run_file
+from clbench.run.engine import (
     build_approach,
     checkpoint_path,
     execute,
     load_checkpoint,
     plan_runs,
 )
-from clbench.locking import held_lock
-from clbench.nets import parameter_count
-from clbench.results import read_run_file
+from clbench.run.locking import held_lock
 
 CPU = torch.device("cpu")
 TESTS = Path(__file__).resolve().parent.parent
@@ -142,7 +142,7 @@ sys.path.insert(0, {tests!r})
 import torch
 torch.set_num_threads(1)
 import synthetic
-import clbench.engine as engine
+import clbench.run.engine as engine
 from clbench.approaches.base import Approach
 engine.fetching_loader = lambda data_dir, mirror: synthetic.synthetic_loader()
 engine.prepare_data = lambda specs, data_dir, mirror: None
@@ -161,7 +161,7 @@ main()
 @pytest.fixture
 def synthetic_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """`clbench train` in this process on the synthetic loader."""
-    import clbench.engine as engine
+    import clbench.run.engine as engine
 
     monkeypatch.setattr(engine, "fetching_loader", lambda data_dir, mirror: synthetic_loader())
     monkeypatch.setattr(engine, "prepare_data", lambda specs, data_dir, mirror: None)

@@ -19,18 +19,11 @@ from typer.testing import CliRunner
 
 from clbench.approaches.sgd import SGD
 from clbench.cli import app
-from clbench.engine import RunOutcome, RunPlan, execute, plan_runs
 from clbench.errors import ClbenchError
 from clbench.results import read_run_file
-from clbench.scheduler import (
-    Execution,
-    RunRequest,
-    check_execution,
-    parse_devices,
-    run_in_processes,
-    run_request,
-    slot_devices,
-)
+from clbench.run.engine import RunOutcome, RunPlan, execute, plan_runs
+from clbench.run.execution import Execution, check_execution, parse_devices
+from clbench.run.scheduler import RunRequest, run_in_processes, run_request, slot_devices
 
 CPU = torch.device("cpu")
 SPEC = tiny_spec("mlp")
@@ -166,8 +159,8 @@ sys.path[:0] = [{tests!r}, {core!r}]
 import torch
 torch.set_num_threads(1)
 from test_scheduler import Recorder, SyntheticLoader, slow, SPEC
-from clbench.engine import plan_runs
-from clbench.scheduler import RunRequest, run_serially
+from clbench.run.engine import plan_runs
+from clbench.run.scheduler import RunRequest, run_serially
 folder = Path({folder!r})
 (folder / "ready-{name}").touch()
 deadline = time.monotonic() + 60
@@ -206,7 +199,7 @@ def test_two_commands_on_one_results_folder_never_run_a_run_twice(tmp_path: Path
 JOBS_CHILD = """\
 import sys
 sys.path[:0] = [{tests!r}, {core!r}]
-import clbench.engine as engine
+import clbench.run.engine as engine
 from test_scheduler import SyntheticLoader, slow
 plan_runs = engine.plan_runs
 engine.plan_runs = lambda *args, **kwargs: [slow(plan) for plan in plan_runs(*args, **kwargs)]
@@ -231,7 +224,7 @@ training: {lr: 0.05, patience: 2, max_epochs: 4, batch_size: 32, eval_batch_size
 def synthetic_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """`clbench train` in this process on synthetic data (a loader that worker processes can receive), with
     one torch thread per worker as in this process (CPU numbers depend on the thread count)."""
-    import clbench.engine as engine
+    import clbench.run.engine as engine
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setattr(engine, "fetching_loader", lambda data_dir, mirror: SyntheticLoader())

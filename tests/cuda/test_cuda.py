@@ -19,10 +19,10 @@ from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 from typer.testing import CliRunner
 
 from clbench.approaches import REGISTRY
-from clbench.bench import BenchSettings, head, run_bench
 from clbench.data.tasks import build_tasks
-from clbench.engine import build_approach, execute, plan_runs, resume_from_checkpoint
 from clbench.results import read_run_file
+from clbench.run.bench import BenchSettings, head, run_bench
+from clbench.run.engine import build_approach, execute, plan_runs, resume_from_checkpoint
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from clbench.approaches import ORIGINS, REGISTRY
 from clbench.approaches.plugins import code_identity, load_entry_points, load_method, package_sha256
 from clbench.cli import app
-from clbench.engine import execute, plan_runs
 from clbench.errors import ClbenchError
+from clbench.run.engine import execute, plan_runs
 from clbench.spec import load_benchmark
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))  # the custom-data tests' file builders

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from clbench.engine import execute, fetching_loader, plan_runs
 from clbench.metrics import accuracy_matrix, forgetting_ratio, random_reference
+from clbench.run.engine import execute, fetching_loader, plan_runs
 from clbench.spec import load_benchmark
 
 pytestmark = pytest.mark.slow

@@ -1,0 +1,28 @@
+"""HAT, hard attention to the task (Serra, Suris, Miron & Karatzoglou, ICML 2018): everything of the method.
+
+- `approach.py`: the `Hat` approach (the hooks: annealing, the attention regulariser, gradient masks and
+  embedding compensation, the masks kept after each task, monitoring tables);
+- `functions.py`: its mathematics as small pure functions on tensors;
+- `network.py`: the HAT-gated MLP and AlexNet-like conv net;
+- `report.py`: its monitoring tables for `clbench report --hat` / `--monitoring` (torch-free);
+- `figures.py`: their figures (`--plot`).
+
+This file imports nothing, so that `report.py` is imported without torch. `Hat` (registered as
+`clbench.approaches.hat:Hat`) and `HatHyperparameters` are imported from `approach.py` on first use, and `Hat`
+names this package as its module: its provenance in stored results is `clbench.approaches.hat`, as it was when
+HAT was one file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Hat", "HatHyperparameters"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from clbench.approaches.hat import approach
+
+        return getattr(approach, name)
+    raise AttributeError(f"module 'clbench.approaches.hat' has no attribute {name!r}")

@@ -1,0 +1,126 @@
+"""The approach registry: built-ins (the `BUILTINS` table of `clbench.approaches`), installed entry points and
+plugins loaded so far, under their names; validating a spec's approach sections against it.
+
+Importing this module imports and registers every built-in, each through its "module:Class" string, as a plugin
+named on the command line is; `clbench.approaches.plugins` adds entry points and method specs (`file.py:Class`,
+`package.module:Class`): `approach_names` and `lookup` register the installed entry points of the group
+`clbench.approaches`, and `lookup` accepts a method spec.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, replace
+from typing import Any
+
+from clbench.approaches import BUILTINS
+from clbench.approaches.base import ORIGINS, REGISTRY, Approach, ApproachContext, Hyperparameters, register
+from clbench.approaches.plugins import (
+    ensure_loaded,
+    is_method_spec,
+    load_entry_points,
+    load_method,
+    load_methods,
+    reload_spec,
+)
+from clbench.errors import SpecError
+from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections
+from clbench.spec.fields import build, to_dict
+
+__all__ = ["ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach", "resolve",
+           "approach_names", "load_builtin", "load_methods", "lookup"]
+
+
+def load_builtin(name: str, target: str) -> type[Approach]:
+    """Import the class `target` ("module:Class") names and register it as the built-in approach `name`."""
+    module_name, _, class_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Approach)) or cls.name != name:
+        raise SpecError(f"clbench.approaches.BUILTINS[{name!r}] = {target!r} does not name an Approach subclass "
+                        f"whose `name` is {name!r}")
+    return register(cls)
+
+
+for _name, _target in BUILTINS.items():
+    load_builtin(_name, _target)
+
+
+def approach_names() -> list[str]:
+    """Registered approach names (built-ins, installed entry points, plugins loaded so far), sorted."""
+    load_entry_points()
+    return sorted(REGISTRY)
+
+
+@dataclass(frozen=True)
+class ResolvedApproach:
+    """An approach class with its validated hyper-parameters and its effective training protocol."""
+
+    cls: type[Approach]
+    hyperparameters: Hyperparameters
+    training: TrainingSpec
+
+    @property
+    def name(self) -> str:
+        return self.cls.name
+
+    def config(self) -> dict[str, Any]:
+        """Hyper-parameters and protocol; the approach's `revision` too once its algorithm has changed."""
+        revision = {"revision": self.cls.revision} if self.cls.revision else {}
+        return {"hyperparameters": to_dict(self.hyperparameters), "training": to_dict(self.training), **revision}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by name plus how to import a plugin again, so a spawned worker can rebuild it."""
+        return (_rebuild_resolved, (self.name, reload_spec(self.name), to_dict(self.hyperparameters),
+                                    self.training))
+
+
+def _rebuild_resolved(name: str, reload: str | None, hyperparameters: dict[str, Any],
+                      training: TrainingSpec) -> ResolvedApproach:
+    """Unpickle a `ResolvedApproach` (in a worker: register its plugin first)."""
+    if name not in REGISTRY:
+        ensure_loaded(reload)
+    cls = lookup(name)
+    return ResolvedApproach(cls, build(cls.hyperparameters_class, hyperparameters, where=f"approaches.{name}",
+                                       source="(worker)"), training)
+
+
+def lookup(method: str) -> type[Approach]:
+    """The approach class registered as `method` (or named by a method spec `file.py:Class`); an unknown name
+    lists the valid ones."""
+    if is_method_spec(method):
+        method = load_method(method)
+    if method not in REGISTRY:
+        load_entry_points()
+    if method not in REGISTRY:
+        raise SpecError(f"unknown method {method!r}; valid methods: {', '.join(approach_names())} (a plugin is named "
+                        f"by its file or module: -m path/to/file.py:ClassName or -m package.module:ClassName)")
+    return REGISTRY[method]
+
+
+def resolve(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
+    """Validate the spec's section for `method` (its `training` sub-section overrides the protocol).
+
+    `method` is a registered name or a plugin's method spec (`file.py:Class`, `package.module:Class`). Every other
+    approach section is validated too (names against the registry, keys against each dataclass), so that a typo in
+    a section of an approach that is not run, e.g. from `--grid`, is an error as well.
+    """
+    method = lookup(method).name
+    check_approach_sections(spec, approach_names())
+    for other in spec.approaches:
+        if other != method:
+            _build(spec, other)
+    return _build(spec, method)
+
+
+def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
+    cls = REGISTRY[method]
+    section = spec.approach_section(method)
+    training_overrides = section.pop("training", None) or {}
+    where = f"approaches.{method}"
+    if not isinstance(training_overrides, dict):
+        raise SpecError(f"{spec.source}: `{where}.training` must be a mapping of training keys, e.g. "
+                        f"{{max_epochs: 50}}")
+    hyperparameters = build(cls.hyperparameters_class, section, where=where, source=spec.source)
+    merged = {**to_dict(spec.training), **training_overrides}
+    training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source)
+    return ResolvedApproach(cls, hyperparameters, replace(training))

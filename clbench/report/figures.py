@@ -1,0 +1,110 @@
+"""Figures from report objects, as PNG and PDF: the paper's forgetting curves, and the helpers every figure
+uses (palette, file names, saving). HAT's monitoring figures are in `clbench.approaches.hat.figures`.
+
+matplotlib through its object API on an Agg canvas (no pyplot, no global backend or style change), imported
+only by `clbench report --plot`. Every function takes what `clbench.report` built and returns the files it
+wrote, `<directory>/<benchmark>-<figure>[-<config>].png` and `.pdf`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from clbench.report.statistics import Cell
+from clbench.report.tables import Report
+
+log = logging.getLogger(__name__)
+
+# matplotlib's tab10 then the lighter half of tab20: the curve colour of the i-th table row.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
+           "#dbdb8d", "#9edae5")
+FORMATS = ("png", "pdf")
+DPI = 150
+MAX_CURVES = 12
+
+
+def colours(labels: Sequence[str]) -> dict[str, str]:
+    """The colour of every label, in order (the palette repeats after 20)."""
+    return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)}
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a label: `hat (c=0.1, smax=25)` -> `hat-c=0.1-smax=25`."""
+    return re.sub(r"[^A-Za-z0-9.=+-]+", "-", text).strip("-") or "figure"
+
+
+def save(figure: Figure, directory: Path, stem: str) -> list[Path]:
+    """Write `figure` as `<directory>/<stem>.png` and `.pdf`; returns the paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(figure)
+    paths = []
+    for suffix in FORMATS:
+        path = directory / f"{stem}.{suffix}"
+        figure.savefig(path, dpi=DPI, bbox_inches="tight")
+        paths.append(path)
+    return paths
+
+
+def figure_and_axes(width: float = 6.4, height: float = 4.0) -> tuple[Figure, Axes]:
+    """A matplotlib figure (no pyplot) of `width` x `height` inches with one subplot."""
+    figure = Figure(figsize=(width, height))
+    return figure, figure.add_subplot()
+
+
+# ---------------------------------------------------------------------------------------------- curves
+
+def curve_rows(report: Report, max_curves: int = MAX_CURVES) -> list[tuple[str, list[Cell]]]:
+    """The rows to draw: all of them, or, past `max_curves` (a hyper-parameter grid), one per method.
+
+    A method's row is then its config with the most seeds (ties: the best last-stage value).
+    """
+    if len(report.rows) <= max_curves:
+        return list(report.rows)
+    best: dict[str, tuple[str, list[Cell]]] = {}
+    for label, cells in report.rows:  # sorted by the last stage, best last
+        method = label.split(" (", 1)[0]
+        kept = best.get(method)
+        if kept is None or len(report.seeds.get(label, [])) >= len(report.seeds.get(kept[0], [])):
+            best[method] = (label, cells)
+    chosen = {label for label, _ in best.values()}
+    log.warning("%d rows: the figure draws one config per method (%d curves)", len(report.rows), len(chosen))
+    return [row for row in report.rows if row[0] in chosen][-max_curves:]
+
+
+def plot_curves(report: Report, directory: Path, ci: bool = False) -> list[Path]:
+    """rho^{<=t} (or A^{<=t}) against t for every row of `report`, with a band of +- std (or the 95% CI).
+
+    The paper's forgetting-curve figure (see `curve_rows` for grids); nothing is written for an empty report.
+    """
+    if not report.rows:
+        return []
+    rows = curve_rows(report)
+    figure, axes = figure_and_axes(7.0, 4.2)
+    palette = colours([label for label, _ in rows])
+    stages = np.array(report.stages, dtype=float)
+    scale = 100.0 if report.metric == "accuracy" else 1.0
+    for label, cells in rows:
+        mean = np.array([cell.mean for cell in cells]) * scale
+        spread = np.array([cell.half_width if ci else cell.std for cell in cells]) * scale
+        spread = np.nan_to_num(spread)
+        axes.fill_between(stages, mean - spread, mean + spread, color=palette[label], alpha=0.15, linewidth=0)
+        axes.plot(stages, mean, color=palette[label], marker="o", linewidth=2.2, label=label)
+    symbol = r"$\rho^{\leq t}$" if report.metric == "forgetting-ratio" else r"$A^{\leq t}$ [%]"
+    axes.set_xlabel("t (tasks learned)")
+    axes.set_ylabel(symbol)
+    axes.set_xticks(stages)
+    band = "95% CI" if ci else "± std"
+    axes.set_title(f"{report.benchmark}: {symbol} (mean, band {band} over seeds)", fontsize=10)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return save(figure, directory, f"{report.benchmark}-{report.metric}")

@@ -1,0 +1,428 @@
+"""The paper's published numbers beside ours (`clbench report --paper`). Torch-free.
+
+The HAT paper's tables (split MNIST tab:5MNIST, permuted MNIST tab:PMNIST, mixture-8 tab:mixture0/1, incremental
+CIFAR tab:cifar1) are typed once in `paper_results.yaml` next to this module; `load_paper_results` reads them
+(accuracy in fractions, like clbench's results). `compare` is a pure function from our per-(approach, config,
+stage) cells to a comparison: ours, the paper's, the difference ours - paper, and the difference in units of the
+paper's std where it gives one. Every row lists how our runs differ from the paper's protocol (seeds, data
+subsampling, epochs, network, `--set` options); a row with any difference is flagged "not a reproduction".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clbench.errors import ResultsError
+
+if TYPE_CHECKING:
+    from clbench.report import Cell, Report, Results, Table
+
+PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
+PROTOCOL_SECTIONS = ("data", "network", "training", "variant")
+NO_SPREAD = "–"
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """One cell of one of the paper's tables.
+
+    Attributes:
+        table: the LaTeX label of the table (e.g. `tab:mixture1`).
+        benchmark: clbench's benchmark name (mnist2, pmnist, mixture8, cifar-incremental).
+        metric: `accuracy` or `forgetting-ratio`.
+        approach: the approach as the paper names it.
+        clbench_method: clbench's method name, or None for approaches clbench does not implement.
+        variant: pmnist's network size (small, medium, large), None elsewhere or when the paper does not say.
+        stage: t of A^{<=t} or rho^{<=t}.
+        mean: the paper's value (accuracy as a fraction, not percent).
+        std: the paper's standard deviation in the same unit, None where it gives none.
+        seeds: the number of runs the paper averages (10), None where it does not say.
+        parameters: the paper's parameter count text (`0.1M`, `Unknown*`), None where it gives none.
+        source: the paper that reported the number, when it is not HAT's own run.
+        primary: False for a table whose cells repeat another table's (not used for the comparison).
+    """
+
+    table: str
+    benchmark: str
+    metric: str
+    approach: str
+    clbench_method: str | None
+    variant: str | None
+    stage: int
+    mean: float
+    std: float | None
+    seeds: int | None
+    parameters: str | None = None
+    source: str | None = None
+    primary: bool = True
+
+
+@dataclass(frozen=True)
+class PaperResults:
+    """Every typed cell of the paper and the settings of its protocol (dotted keys of a run's resolved config)."""
+
+    rows: tuple[PaperRow, ...]
+    protocol: Mapping[str, Any]
+
+    def benchmarks(self) -> list[str]:
+        return sorted({row.benchmark for row in self.rows})
+
+    def primary_rows(self, benchmark: str) -> list[PaperRow]:
+        return [row for row in self.rows if row.benchmark == benchmark and row.primary]
+
+    def expected_settings(self, benchmark: str, variant: str | None, method: str) -> dict[str, Any]:
+        """The paper's setting for one approach on one benchmark (and pmnist variant), as dotted config keys."""
+        section = self.protocol.get("benchmarks", {}).get(benchmark, {})
+        settings = dict(self.protocol.get("common", {}))
+        settings |= section.get("network", {})
+        variant_section = section.get("variants", {}).get(variant, {}) if variant is not None else {}
+        settings |= {key: value for key, value in variant_section.items() if key != "methods"}
+        settings |= section.get("methods", {}).get(method, {})
+        settings |= variant_section.get("methods", {}).get(method, {})
+        return settings
+
+
+def load_paper_results(path: Path = PAPER_FILE) -> PaperResults:
+    """The paper's tables from `path` (accuracy converted from percent to fractions)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ResultsError(f"cannot read the paper's results file {path}: {error}; reinstall clbench") from error
+    rows = []
+    for table in data["tables"]:
+        percent = table["metric"] == "accuracy"
+        for cell in table["rows"]:
+            std = cell.get("std")
+            rows.append(PaperRow(
+                table=table["label"], benchmark=table["benchmark"], metric=table["metric"],
+                approach=str(cell["approach"]), clbench_method=cell.get("clbench_method"),
+                variant=cell.get("variant"), stage=int(cell["stage"]), mean=_fraction(cell["mean"], percent),
+                std=None if std is None else _fraction(std, percent), seeds=table.get("seeds"),
+                parameters=cell.get("parameters"), source=cell.get("source"), primary=bool(table["primary"])))
+    return PaperResults(tuple(rows), data.get("protocol", {}))
+
+
+def _fraction(value: float, percent: bool) -> float:
+    """`value` as a fraction: 96.9 (percent) -> 0.969 (rounded to 10 decimals, so 0.969 prints as 0.969)."""
+    return round(float(value) / 100, 10) if percent else float(value)
+
+
+# ---------------------------------------------------------------------------------------------- comparison
+
+@dataclass(frozen=True)
+class OurRow:
+    """One of our table rows (an approach and config): its cells per stage and how its runs were set up.
+
+    Attributes:
+        label: the row label of `clbench report` (method, plus what tells its configs apart).
+        method: clbench's method name.
+        variant: the runs' variant (pmnist network size), None when unknown.
+        cells: mean/std/seed count per stage t (1-based; `cells[0]` is t = 1).
+        differences: how the runs' settings differ from the paper's, except the seed count (see `compare`).
+    """
+
+    label: str
+    method: str
+    variant: str | None
+    cells: tuple[Cell, ...]
+    differences: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """Ours beside one paper cell: difference = ours - paper; `in_paper_std` = difference / paper std."""
+
+    label: str
+    paper: PaperRow
+    ours: Cell | None
+    difference: float | None
+    in_paper_std: float | None
+    settings: tuple[str, ...]
+
+    @property
+    def reproduction(self) -> bool:
+        """True when nothing differs from the paper's protocol."""
+        return not self.settings
+
+
+@dataclass
+class Comparison:
+    """The comparison table of one benchmark with the paper's primary tables for it."""
+
+    benchmark: str
+    metric: str | None
+    tables: list[str]
+    rows: list[ComparisonRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def reproduction(self) -> bool:
+        return all(row.reproduction for row in self.rows)
+
+
+def compare(benchmark: str, ours: Sequence[OurRow], paper: PaperResults) -> Comparison:
+    """Each of our rows beside the paper's cells of the same method (and pmnist variant), stage by stage."""
+    cells = paper.primary_rows(benchmark)
+    if not cells:
+        return Comparison(benchmark, None, [], notes=[
+            f"the paper has no table for {benchmark}; it has {', '.join(paper.benchmarks())}"])
+    comparison = Comparison(benchmark, cells[0].metric, sorted({cell.table for cell in cells}))
+    for row in ours:
+        matching = [cell for cell in cells if cell.clbench_method == row.method]
+        if any(cell.variant is not None for cell in matching):
+            matching = [cell for cell in matching if cell.variant == row.variant]
+            if row.variant is None and matching == []:
+                comparison.notes.append(f"{row.label}: its runs record no variant; not compared")
+        comparison.rows += [compare_cell(row, cell) for cell in matching]
+    comparison.notes += _unmatched_notes(cells, {row.paper for row in comparison.rows})
+    comparison.notes = _reproduction_notes(comparison.rows) + comparison.notes
+    return comparison
+
+
+def compare_cell(row: OurRow, cell: PaperRow) -> ComparisonRow:
+    """Our row's cell at the paper cell's stage beside it, with the settings that differ (seed count included)."""
+    ours = row.cells[cell.stage - 1] if cell.stage <= len(row.cells) and row.cells[cell.stage - 1].n else None
+    settings = list(row.differences)
+    if ours is None:
+        settings.insert(0, f"no result at stage {cell.stage}")
+    elif cell.seeds is not None and ours.n != cell.seeds:
+        settings.insert(0, f"{ours.n} {'seed' if ours.n == 1 else 'seeds'} (paper: {cell.seeds})")
+    difference = ours.mean - cell.mean if ours is not None else None
+    in_std = difference / cell.std if difference is not None and cell.std else None
+    return ComparisonRow(row.label, cell, ours, difference, in_std, tuple(settings))
+
+
+def _unmatched_notes(cells: Sequence[PaperRow], matched: set[PaperRow]) -> list[str]:
+    missing = sorted({_paper_name(cell) for cell in cells if cell.clbench_method is not None and cell not in matched})
+    absent = sorted({_paper_name(cell) for cell in cells if cell.clbench_method is None})
+    notes = [f"paper rows without runs here: {', '.join(missing)}"] if missing else []
+    return notes + ([f"paper rows for approaches clbench does not implement: {', '.join(absent)}"] if absent else [])
+
+
+def _reproduction_notes(rows: Sequence[ComparisonRow]) -> list[str]:
+    """One "not a reproduction" note per row label whose settings differ from the paper's."""
+    notes, seen = [], set()
+    for row in rows:
+        if row.settings and row.label not in seen:
+            seen.add(row.label)
+            notes.append(f"NOT A REPRODUCTION: {row.label}: {'; '.join(row.settings)}")
+    return notes
+
+
+# ---------------------------------------------------------------------------------------------- settings
+
+def setting_differences(config: Mapping[str, Any] | None, overrides: Sequence[str], method: str,
+                        expected: Mapping[str, Any]) -> list[str]:
+    """How a run's resolved config and `--set` options differ from the paper's `expected` settings.
+
+    `config` is run.json's resolved config (None when unknown: then that is a difference too); a spec's own data
+    sets (`datasets`) are a difference. `--set`
+    options are listed unless they select the variant, concern another approach, or set a key the config
+    check already covers.
+    """
+    found = []
+    flat = flatten(config) if config is not None else {}
+    if config is None:
+        found.append("settings unknown (no run.json with the resolved config)")
+    elif config.get("datasets"):
+        found.append(f"own data sets {', '.join(sorted(config['datasets']))} (paper: the built-in ones)")
+    for key, value in expected.items():
+        if key in flat and not same_value(flat[key], value):
+            found.append(f"{key}={_text(flat[key], key)} (paper: {_text(value, key)})")
+    for option in overrides:
+        key, _, value = option.partition("=")
+        setting = override_setting(key, method)
+        if setting is None or (config is not None and setting in expected):
+            continue
+        found.append(f"--set {key}={value}")
+    return found
+
+
+def override_setting(key: str, method: str) -> str | None:
+    """The config key a `--set` key changes for `method` (`hat.smax` -> `hyperparameters.smax`); None when it
+    selects the variant or concerns another approach."""
+    head, _, rest = key.partition(".")
+    if head == "variant":
+        return None
+    if head in PROTOCOL_SECTIONS:
+        return key
+    if head != method:
+        return None
+    return rest if rest.startswith("training.") else f"hyperparameters.{rest}"
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`{"data": {"n": 1}}` -> `{"data.n": 1}`."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            flat |= flatten(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def same_value(ours: Any, paper: Any) -> bool:
+    """Equal, numbers up to float rounding, lists and tuples element by element."""
+    if isinstance(ours, (list, tuple)) and isinstance(paper, (list, tuple)):
+        return len(ours) == len(paper) and all(same_value(a, b) for a, b in zip(ours, paper))
+    numbers = (int, float)
+    if isinstance(ours, numbers) and isinstance(paper, numbers) and not isinstance(ours, bool):
+        return math.isclose(float(ours), float(paper), rel_tol=1e-9, abs_tol=1e-12)
+    return bool(ours == paper)
+
+
+def _text(value: Any, key: str = "") -> str:
+    """A setting as `--set` spells it (`[100,100]`, `0.0001`); a null subsample limit reads `all`."""
+    if value is None:
+        return "all" if key.endswith("_samples") else "null"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_text(v) for v in value) + "]"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# ---------------------------------------------------------------------------------------------- from results
+
+def our_rows(results: Results, report: Report, paper: PaperResults) -> list[OurRow]:
+    """Our report's rows with their method, variant and setting differences (read from the runs' run.json)."""
+    by_label: dict[str, list[str]] = {}
+    for run_id, info in results.info.items():
+        by_label.setdefault(info["label"], []).append(run_id)
+    rows = []
+    for label, cells in report.rows:
+        run_ids = by_label.get(label, [])
+        if not run_ids:
+            continue
+        info = results.info[run_ids[0]]
+        variant = info.get("variant") if isinstance(info.get("variant"), str) else None
+        overrides_text = info.get("overrides")
+        overrides = json.loads(overrides_text) if isinstance(overrides_text, str) else []
+        expected = shipped_definition(results.benchmark, variant) | paper.expected_settings(
+            results.benchmark, variant, info["method"])
+        differences = setting_differences(_run_config(results, run_ids), overrides, info["method"], expected)
+        rows.append(OurRow(label, info["method"], variant, tuple(cells), tuple(differences)))
+    return rows
+
+
+def shipped_definition(benchmark: str, variant: str | None) -> dict[str, Any]:
+    """Every data and network setting of the shipped spec (with `variant`), as dotted config keys: what defines the
+    benchmark the paper's table is about. {} for a benchmark clbench does not ship."""
+    from clbench.errors import SpecError
+    from clbench.spec import benchmark_names, load_benchmark
+    from clbench.spec.fields import to_dict
+
+    if benchmark not in benchmark_names():
+        return {}
+    try:
+        spec = load_benchmark(benchmark, [f"variant={variant}"] if variant else [])
+    except SpecError:
+        spec = load_benchmark(benchmark)
+    return flatten({"data": to_dict(spec.data), "network": to_dict(spec.network)})
+
+
+def _run_config(results: Results, run_ids: Sequence[str]) -> dict[str, Any] | None:
+    """The resolved config of the first run of `run_ids` whose run.json has one."""
+    for run_id in run_ids:
+        config = (results.run_file(run_id) or {}).get("config")
+        if isinstance(config, dict):
+            return config
+    return None
+
+
+def build_paper_comparison(results_dir: Path, benchmark: str, *, results: Results | None = None,
+                           paper: PaperResults | None = None) -> Comparison:
+    """Our runs of `benchmark` beside the paper's table for it (in the paper's metric)."""
+    from clbench import report as tables
+
+    paper = paper if paper is not None else load_paper_results()
+    cells = paper.primary_rows(benchmark)
+    if not cells:
+        return compare(benchmark, [], paper)
+    results = results if results is not None else tables.load_results(results_dir, benchmark)
+    report = tables.build_report(results_dir, benchmark, cells[0].metric, results=results)
+    comparison = compare(benchmark, our_rows(results, report, paper), paper)
+    comparison.notes += [note for note in report.notes if note not in comparison.notes]
+    return comparison
+
+
+# ---------------------------------------------------------------------------------------------- formatting
+
+HEADER = ["approach", "paper row", "t", "ours", "seeds", "paper", "difference", "difference / paper std",
+          "settings"]
+
+
+def comparison_table(comparison: Comparison) -> Table:
+    """The comparison as a text table; its title says whether the runs reproduce the paper's setting."""
+    from clbench.report import Table
+
+    scale, digits = (100.0, 1) if comparison.metric == "accuracy" else (1.0, 2)
+    rows = [[row.label, _paper_label(row.paper), str(row.paper.stage), _cell_text(row.ours, scale, digits),
+             str(row.ours.n) if row.ours is not None else "0", _paper_text(row.paper, scale, digits),
+             _signed(row.difference, scale, digits), _signed(row.in_paper_std, 1.0, 1),
+             "; ".join(row.settings) or "paper protocol"] for row in comparison.rows]
+    if not rows:
+        return Table([], [], notes=list(comparison.notes))
+    metric = "accuracy A<=t (%)" if comparison.metric == "accuracy" else "forgetting ratio rho<=t"
+    verdict = ("the paper's protocol" if comparison.reproduction
+               else "NOT A REPRODUCTION: settings differ from the paper's (see settings)")
+    title = f"{comparison.benchmark} vs the paper ({', '.join(comparison.tables)}), {metric}: {verdict}"
+    return Table(HEADER, rows, title, list(comparison.notes))
+
+
+def _paper_label(cell: PaperRow) -> str:
+    return f"{_paper_name(cell)} [{cell.table}]"
+
+
+def _paper_name(cell: PaperRow) -> str:
+    """The approach as the paper names it, with its parameter count on pmnist (`EWC (5.8M)`)."""
+    return f"{cell.approach} ({cell.parameters})" if cell.parameters and cell.benchmark == "pmnist" else cell.approach
+
+
+def _cell_text(cell: Cell | None, scale: float, digits: int) -> str:
+    if cell is None:
+        return NO_SPREAD
+    spread = NO_SPREAD if math.isnan(cell.std) else f"{cell.std * scale:.{digits}f}"
+    return f"{cell.mean * scale:.{digits}f} ({spread})"
+
+
+def _paper_text(cell: PaperRow, scale: float, digits: int) -> str:
+    spread = f" ({cell.std * scale:.{digits}f})" if cell.std is not None else ""
+    return f"{cell.mean * scale:.{digits}f}{spread}"
+
+
+def _signed(value: float | None, scale: float, digits: int) -> str:
+    return NO_SPREAD if value is None or not math.isfinite(value) else f"{value * scale:+.{digits}f}"
+
+
+def comparison_csv(comparison: Comparison) -> str:
+    """Tidy CSV: one row per (our approach, paper cell), raw fractions (accuracy not in percent)."""
+    import pandas as pd
+
+    records = [{"benchmark": comparison.benchmark, "table": row.paper.table, "approach": row.label,
+                "paper_approach": row.paper.approach, "variant": row.paper.variant, "metric": row.paper.metric,
+                "stage": row.paper.stage, "mean": row.ours.mean if row.ours else None,
+                "std": row.ours.std if row.ours else None, "seeds": row.ours.n if row.ours else 0,
+                "paper_mean": row.paper.mean, "paper_std": row.paper.std, "paper_seeds": row.paper.seeds,
+                "difference": row.difference, "difference_in_paper_std": row.in_paper_std,
+                "reproduction": row.reproduction, "settings": "; ".join(row.settings)} for row in comparison.rows]
+    columns = ["benchmark", "table", "approach", "paper_approach", "variant", "metric", "stage", "mean", "std",
+               "seeds", "paper_mean", "paper_std", "paper_seeds", "difference", "difference_in_paper_std",
+               "reproduction", "settings"]
+    frame = pd.DataFrame(records, columns=columns)
+    for column in ("seeds", "paper_seeds"):
+        frame[column] = frame[column].astype("Int64")
+    return frame.to_csv(index=False)
+
+
+def render_comparison(comparison: Comparison, fmt: str = "markdown") -> str:
+    """The comparison as markdown, csv, latex or html text."""
+    from clbench.report import render_tables
+
+    return comparison_csv(comparison) if fmt == "csv" else render_tables([comparison_table(comparison)], fmt)

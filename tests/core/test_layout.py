@@ -1,0 +1,71 @@
+"""The package layout's promises (issue 19): the approaches table and the method folders' reporters are
+torch-free; built-ins load through the table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from clbench.approaches import BUILTINS, REGISTRY
+
+
+def imports_torch(code: str) -> bool:
+    """Whether running `code` in a fresh interpreter leaves torch in sys.modules."""
+    probe = f"import sys\n{code}\nprint('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return result.stdout.strip() == "True"
+
+
+def test_the_approaches_table_is_torch_free() -> None:
+    assert not imports_torch("import clbench.approaches")
+    assert imports_torch("from clbench.approaches import REGISTRY")
+
+
+@pytest.mark.parametrize("name", sorted(BUILTINS))
+def test_every_builtin_is_registered_from_its_table_line(name: str) -> None:
+    module, _, qualname = BUILTINS[name].partition(":")
+    cls = REGISTRY[name]
+    assert cls.name == name and cls.__qualname__ == qualname and cls.__module__ == module
+
+
+def test_a_method_folder_and_its_reporter_are_torch_free() -> None:
+    assert not imports_torch("import clbench.approaches.hat.report")
+    assert imports_torch("from clbench.approaches.hat import Hat")
+
+
+def builtin_reporters() -> dict[str, str]:
+    """Reporter module -> the built-in method names that declare a reporter in it."""
+    modules: dict[str, str] = {}
+    for name in sorted(BUILTINS):
+        declared = REGISTRY[name].monitoring_reporter
+        if declared:
+            modules.setdefault(declared.partition(":")[0], name)
+    return modules
+
+
+def test_builtins_declare_reporters_in_their_folders() -> None:
+    assert sorted(builtin_reporters()) == ["clbench.approaches.hat.report", "clbench.approaches.importance.report",
+                                           "clbench.approaches.packnet.report"]
+
+
+@pytest.mark.parametrize("module", sorted(builtin_reporters()))
+def test_a_builtin_reporter_is_torch_free_and_uses_only_the_api(module: str) -> None:
+    """A built-in reporter is an example a plugin author can copy: every clbench name it imports is one that
+    `clbench.api` exports (the same object), imported from the torch-free `clbench.report`."""
+    import ast
+    import importlib
+
+    import clbench.api
+
+    assert not imports_torch(f"import {module}")
+    source = importlib.import_module(module)
+    exported = {id(getattr(clbench.api, name)) for name in clbench.api.__all__}
+    tree = ast.parse(open(source.__file__).read())
+    imported = [(node.module, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith("clbench") for alias in node.names]
+    outside = [(where, name) for where, name in imported
+               if where != "clbench.approaches.hat" and id(getattr(source, name, None)) not in exported]
+    assert outside == []
+    assert {where for where, _ in imported} <= {"clbench.report", "clbench.approaches.hat"}
