@@ -45,3 +45,12 @@ def mnist_data_dir(tmp_path_factory: pytest.TempPathFactory, mnist_mirror: Path)
     data_dir = tmp_path_factory.mktemp("data")
     fetch_dataset("mnist", data_dir, str(mnist_mirror))
     return data_dir
+
+
+@pytest.fixture
+def restored_registry():  # type: ignore[no-untyped-def]
+    """Plugins a test loaded are forgotten after it (`pytestmark = pytest.mark.usefixtures("restored_registry")`)."""
+    from clihelpers import kept_registry
+
+    with kept_registry():
+        yield

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clbench.errors import ResultsError
+from clbench.spec.fields import flatten
 
 if TYPE_CHECKING:
     from clbench.report import Cell, Report, Results, Table
@@ -256,17 +257,6 @@ def override_setting(key: str, method: str) -> str | None:
     if head != method:
         return None
     return rest if rest.startswith("training.") else f"hyperparameters.{rest}"
-
-
-def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """`{"data": {"n": 1}}` -> `{"data.n": 1}`."""
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, Mapping):
-            flat |= flatten(value, f"{prefix}{key}.")
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def same_value(ours: Any, paper: Any) -> bool:

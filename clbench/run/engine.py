@@ -57,7 +57,7 @@ from clbench.results import (
 from clbench.run.locking import held_lock, lock_holder
 from clbench.seeding import seed_global_torch
 from clbench.spec import BenchmarkSpec, benchmarks_dir, command_argument
-from clbench.spec.fields import stable_hash, to_dict
+from clbench.spec.fields import flatten, stable_hash, to_dict
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +184,8 @@ def check_shipped_name(spec: BenchmarkSpec, methods: Sequence[str]) -> None:
         return
     shipped = _shipped_counterpart(spec)
     for method in dict.fromkeys(methods):
-        ours = flatten_config(run_config(spec, resolve(spec, method)))
-        theirs = flatten_config(run_config(shipped, resolve(shipped, method)))
+        ours = flatten(run_config(spec, resolve(spec, method)))
+        theirs = flatten(run_config(shipped, resolve(shipped, method)))
         differing = [key for key in sorted(set(ours) | set(theirs)) if ours.get(key) != theirs.get(key)]
         if differing:
             shown = "; ".join(f"{key}={json.dumps(ours.get(key))} (shipped: {json.dumps(theirs.get(key))})"
@@ -205,17 +205,6 @@ def _shipped_counterpart(spec: BenchmarkSpec) -> BenchmarkSpec:
         return load_benchmark(spec.name, options)
     except SpecError:
         return load_benchmark(spec.name)
-
-
-def flatten_config(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """`{"data": {"form": "mnist28"}}` -> `{"data.form": "mnist28"}`."""
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            flat |= flatten_config(value, f"{prefix}{key}.")
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int], results_dir: Path,

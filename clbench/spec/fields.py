@@ -130,6 +130,17 @@ def to_dict(instance: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(instance)))
 
 
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested config as dotted keys: `{"data": {"n": 1}}` -> `{"data.n": 1}`."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            flat |= flatten(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def stable_hash(data: Any, length: int = 12) -> str:
     """A short, stable sha256 of JSON-able data (keys sorted)."""
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))

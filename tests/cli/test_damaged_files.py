@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from clihelpers import TINY, flat
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -19,7 +20,6 @@ from test_custom import constant_images, write_npz  # noqa: E402
 from test_report import write_run, write_run_json  # noqa: E402
 
 runner = CliRunner()
-TINY = ["--set", "training.max_epochs=1", "--set", "training.batch_size=4", "--device", "cpu"]
 SPEC = """\
 name: mine
 datasets:
@@ -28,9 +28,6 @@ data: {kind: split, datasets: [my-arrays], classes_per_task: [2], form: mnist28,
 network: {kind: mlp, hidden: [8]}
 """
 
-
-def flat(text: str) -> str:
-    return " ".join(text.split())  # rich wraps long lines
 
 
 def truncate(path: Path, keep: float = 0.5) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from clihelpers import NPZ_SPEC, TINY, flat
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -22,14 +23,6 @@ from test_custom import constant_images, write_image_folder, write_npz  # noqa: 
 from test_report import write_run  # noqa: E402
 
 runner = CliRunner()
-TINY = ["--set", "training.max_epochs=1", "--set", "training.batch_size=4", "--device", "cpu"]
-NPZ_SPEC = """\
-name: mine
-datasets:
-  my-arrays: {format: npz, path: ./arrays.npz}
-data: {kind: split, datasets: [my-arrays], classes_per_task: [2], form: mnist28}
-network: {kind: mlp, hidden: [8]}
-"""
 FOLDER_SPEC = """\
 name: mine
 datasets:
@@ -38,9 +31,6 @@ data: {kind: split, datasets: [my-shapes], classes_per_task: [2], form: mnist28,
 network: {kind: mlp, hidden: [8]}
 """
 
-
-def flat(text: str) -> str:
-    return " ".join(text.split())  # rich wraps long lines
 
 
 def train(spec: Path, tmp_path: Path, *extra: str) -> tuple[int, str]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clihelpers import flat
 from typer.testing import CliRunner
 
-from clbench.approaches import ORIGINS, REGISTRY
 from clbench.cli import app
 from clbench.errors import ResultsError, SpecError
 from clbench.results import run_directory
@@ -21,19 +20,8 @@ network: {{kind: mlp, hidden: [8]}}
 """
 
 
-@pytest.fixture(autouse=True)
-def restored_registry() -> Iterator[None]:
-    """Plugins loaded by a test are forgotten after it."""
-    registry, origins = dict(REGISTRY), dict(ORIGINS)
-    yield
-    REGISTRY.clear()
-    REGISTRY.update(registry)
-    ORIGINS.clear()
-    ORIGINS.update(origins)
+pytestmark = pytest.mark.usefixtures("restored_registry")
 
-
-def flat(text: str) -> str:
-    return " ".join(text.split())  # rich wraps long lines
 
 
 def entries(folder: Path) -> set[str]:

@@ -3,50 +3,29 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from clihelpers import NPZ_SPEC, TINY, kept_registry
 from typer.testing import CliRunner
 
-from clbench.approaches import ORIGINS, REGISTRY
 from clbench.cli import app
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))  # the custom-data tests' file builders
 from test_custom import constant_images, write_npz  # noqa: E402
 
 runner = CliRunner()
-TINY = ["--set", "training.max_epochs=1", "--set", "training.batch_size=4", "--device", "cpu"]
-NPZ_SPEC = """\
-name: mine
-datasets:
-  my-arrays: {format: npz, path: ./arrays.npz}
-data: {kind: split, datasets: [my-arrays], classes_per_task: [2], form: mnist28}
-network: {kind: mlp, hidden: [8]}
-"""
 PLUGIN = "import clbench.api as cl\n\n\nclass Mine(cl.Approach):\n    name = 'my-code'\n"
 
 
-@pytest.fixture(autouse=True)
-def restored_registry() -> Iterator[None]:
-    registry, origins = dict(REGISTRY), dict(ORIGINS)
-    yield
-    forget_plugins(registry, origins)
-
-
-def forget_plugins(registry: dict, origins: dict) -> None:
-    REGISTRY.clear()
-    REGISTRY.update(registry)
-    ORIGINS.clear()
-    ORIGINS.update(origins)
+pytestmark = pytest.mark.usefixtures("restored_registry")
 
 
 def invoke(*arguments: str) -> tuple[int, str]:
     """A command in a fresh registry (as a new process would have), its exit code and one-line output."""
-    registry, origins = dict(REGISTRY), dict(ORIGINS)
-    result = runner.invoke(app, list(arguments))
-    forget_plugins(registry, origins)
+    with kept_registry():
+        result = runner.invoke(app, list(arguments))
     return result.exit_code, " ".join(result.output.split())
 
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+from clihelpers import TINY, kept_registry
 from typer.testing import CliRunner
 
-from clbench.approaches import ORIGINS, REGISTRY
+from clbench.approaches import ORIGINS
 from clbench.approaches.plugins import code_identity, load_entry_points, load_method, package_sha256
 from clbench.cli import app
 from clbench.errors import ClbenchError
@@ -27,7 +27,6 @@ from test_custom import write_npz  # noqa: E402
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
-TINY = ["--set", "training.max_epochs=1", "--set", "training.batch_size=4", "--device", "cpu"]
 SPEC = """\
 name: mine
 datasets:
@@ -42,19 +41,7 @@ BUILT_IN_HASHES = {("mnist2", "sgd"): "5ff51f1b4daa", ("mnist2", "hat"): "2be2cb
                    ("cifar-incremental", "joint"): "17dfd5ca82f9"}
 
 
-@pytest.fixture(autouse=True)
-def restored_registry() -> Iterator[None]:
-    registry, origins = dict(REGISTRY), dict(ORIGINS)
-    yield
-    forget_plugins(registry, origins)
-
-
-def forget_plugins(registry: dict, origins: dict) -> None:
-    """The registry as it was (a CLI command in a new process starts from it too)."""
-    REGISTRY.clear()
-    REGISTRY.update(registry)
-    ORIGINS.clear()
-    ORIGINS.update(origins)
+pytestmark = pytest.mark.usefixtures("restored_registry")
 
 
 @pytest.fixture
@@ -67,11 +54,10 @@ def project(tmp_path: Path) -> Path:
 
 
 def train(project: Path, *extra: str) -> tuple[int, str]:
-    registry, origins = dict(REGISTRY), dict(ORIGINS)
-    result = runner.invoke(app, ["train", str(project / "my.yaml"), "-m", f"{project / 'mine.py'}:Mine", "--seeds",
-                                 "0", "--results", str(project / "results"), "--data-dir", str(project / "data"),
-                                 *TINY, *extra])
-    forget_plugins(registry, origins)
+    with kept_registry():
+        result = runner.invoke(app, ["train", str(project / "my.yaml"), "-m", f"{project / 'mine.py'}:Mine", "--seeds",
+                                     "0", "--results", str(project / "results"), "--data-dir", str(project / "data"),
+                                     *TINY, *extra])
     return result.exit_code, " ".join(result.output.split())
 
 
