@@ -73,6 +73,7 @@ def write_run(root: Path, method: str, hyperparameters: dict, seed: int, generat
                 "method": method, "seed": seed, "config_hash": config_hash, "data_hash": "data0",
                 "reference_hash": "reference0",
                 "hyperparameters": json.dumps(hyperparameters, sort_keys=True), "overrides": "[]", "loss": 0.5,
+                "approach_origin": json.dumps({"kind": "built-in", "module": f"clbench.approaches.{method}"}),
                 "n_test": 1000, "stage_epochs": 40, "stage_best_epoch": 30, "stage_batches": 40 * 400,
                 "stage_train_seconds": 900.0, "stage_eval_seconds": 3.0, "clbench_version": "0.1.0",
                 "git_commit": "abc", "torch_version": "2.5", "cuda_version": "12.4", "device": "cuda:0",
