@@ -85,10 +85,11 @@ B = np.array([[0.50, NAN, NAN, NAN],
               [0.80, 0.60, NAN, NAN],
               [0.70, 0.90, 0.70, NAN],
               [0.40, 0.60, 0.80, 0.90]])
+# Its joint reference; the joint's later rows differ from its diagonal, a*_k is the joint right after task k.
 JB = np.array([[0.90, NAN, NAN, NAN],
-               [0.90, 0.80, NAN, NAN],
-               [0.90, 0.80, 0.90, NAN],
-               [0.90, 0.80, 0.90, 0.95]])
+               [0.85, 0.80, NAN, NAN],
+               [0.80, 0.75, 0.90, NAN],
+               [0.70, 0.70, 0.85, 0.95]])
 
 
 def test_backward_transfer_by_stage_by_hand() -> None:
