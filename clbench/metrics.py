@@ -84,25 +84,98 @@ def average_accuracy(accuracy: np.ndarray) -> np.ndarray:
     return np.array([accuracy[t, : t + 1].mean() for t in range(accuracy.shape[0])])
 
 
+def backward_transfer_by_stage(accuracy: np.ndarray) -> np.ndarray:
+    """BWT^{<=t} = 1/(t-1) sum_{u<t} (A^{u<=t} - A^{u<=u}), one value per stage t (length T); NaN at t = 1.
+
+    Backward transfer of Lopez-Paz & Ranzato (2017, "Gradient Episodic Memory for Continual Learning":
+    BWT = 1/(T-1) sum_{i=1}^{T-1} R_{T,i} - R_{i,i}), taken at every stage t as if the sequence ended there:
+    the accuracy on each earlier task now minus right after learning it. Negative means forgetting. Undefined
+    (NaN, not 0) for t = 1, where there is no earlier task.
+    """
+    values = np.full(accuracy.shape[0], np.nan)
+    for t in range(1, accuracy.shape[0]):
+        values[t] = float((accuracy[t, :t] - np.diag(accuracy)[:t]).mean())
+    return values
+
+
 def backward_transfer(accuracy: np.ndarray) -> float:
     """BWT = 1/(T-1) sum_{u<T} (A^{u<=T} - A^{u<=u}) (Lopez-Paz & Ranzato 2017); negative means forgetting.
 
-    NaN for a single task.
+    The last stage of `backward_transfer_by_stage`; NaN for a single task.
     """
-    size = accuracy.shape[0]
-    if size < 2:
-        return float("nan")
-    final, diagonal = accuracy[size - 1, : size - 1], np.diag(accuracy)[: size - 1]
-    return float((final - diagonal).mean())
+    return float(backward_transfer_by_stage(accuracy)[-1])
+
+
+def forgetting_by_stage(accuracy: np.ndarray) -> np.ndarray:
+    """F^{<=t} = 1/(t-1) sum_{u<t} [ max_{u<=l<t} A^{u<=l} - A^{u<=t} ], one value per stage t; NaN at t = 1.
+
+    The forgetting measure of Chaudhry et al. (2018, "Riemannian Walk for Incremental Learning: Understanding
+    Forgetting and Intransigence": f_j^k = max_{l in {1..k-1}} a_{l,j} - a_{k,j} for j < k, and
+    F_k = 1/(k-1) sum_{j<k} f_j^k): the best earlier accuracy on each task minus its accuracy now, averaged over
+    the tasks before the last. Positive means forgetting. Choice where the paper is ambiguous: its max runs over
+    every earlier stage l, but a task is not learned before its own stage, so only the stages l >= u (from the
+    task's own stage on) count; an accuracy stored above the diagonal (a task evaluated before it is learned)
+    is never taken. Undefined (NaN) for t = 1.
+    """
+    values = np.full(accuracy.shape[0], np.nan)
+    for t in range(1, accuracy.shape[0]):
+        best = np.array([accuracy[u:t, u].max() for u in range(t)])
+        values[t] = float((best - accuracy[t, :t]).mean())
+    return values
 
 
 def max_previous_forgetting(accuracy: np.ndarray) -> float:
-    """Forgetting as in Chaudhry et al. (2018): 1/(T-1) sum_{u<T} max_{t<T} (A^{u<=t}) - A^{u<=T}.
+    """Forgetting as in Chaudhry et al. (2018): 1/(T-1) sum_{u<T} max_{u<=t<T} (A^{u<=t}) - A^{u<=T}.
 
-    The drop from the best accuracy a task ever had to its accuracy at the end; NaN for a single task.
+    The drop from the best accuracy a task ever had to its accuracy at the end (the last stage of
+    `forgetting_by_stage`); NaN for a single task.
+    """
+    return float(forgetting_by_stage(accuracy)[-1])
+
+
+def intransigence(accuracy: np.ndarray, joint: np.ndarray) -> np.ndarray:
+    """I^{<=t} = 1/t sum_{k<=t} (A_J^{k<=k} - A^{k<=k}), one value per stage t (length T).
+
+    The intransigence of Chaudhry et al. (2018, Riemannian Walk: I_k = a*_k - a_{k,k}, with a*_k the
+    accuracy on task k of a reference model trained on the data of tasks 1..k together): here a*_k is the joint
+    (multitask) reference's A_J^{k<=k}, the same run as the forgetting ratio's A_J. Choice where the paper
+    leaves it open: the paper defines I_k per task; the value at stage t is its mean over the tasks learned so
+    far, k <= t. Positive means the approach learns a new task worse than joint training does.
+
+    Args:
+        accuracy: T x T accuracy matrix of the approach.
+        joint: T x T accuracy matrix of the joint reference, same seed.
+    """
+    gap = np.diag(joint) - np.diag(accuracy)
+    return np.array([gap[: t + 1].mean() for t in range(accuracy.shape[0])])
+
+
+def learning_accuracy(accuracy: np.ndarray) -> np.ndarray:
+    """LA^{<=t} = 1/t sum_{k<=t} A^{k<=k}, one value per stage t (length T).
+
+    The learning accuracy of Riemer et al. (2019, "Learning to Learn without Forgetting by Maximizing Transfer
+    and Minimizing Interference", MER: the average accuracy on each task right after learning it),
+    taken at every stage t over the tasks learned so far.
+    """
+    diagonal = np.diag(accuracy)
+    return np.array([diagonal[: t + 1].mean() for t in range(accuracy.shape[0])])
+
+
+def forward_transfer_by_stage(accuracy: np.ndarray, initial: np.ndarray) -> np.ndarray:
+    """FWT^{<=t} = 1/(t-1) sum_{1<u<=t} (A^{u<=u-1} - b_u), one value per stage t; NaN at t = 1.
+
+    Forward transfer of Lopez-Paz & Ranzato (2017, GEM: FWT = 1/(T-1) sum_{i=2}^{T} R_{i-1,i} - b_i,
+    with b_i the accuracy on task i at random initialisation): the accuracy on each task just before learning
+    it, against the accuracy of the untrained network. It needs the entries above the diagonal (A^{u<=u-1})
+    and the accuracies at initialisation (stage 0); where either is missing (NaN) the value is NaN.
+
+    Args:
+        accuracy: T x T accuracy matrix of the approach, with the entries just above the diagonal.
+        initial: length-T accuracies b_u of the network at initialisation, before any training.
     """
     size = accuracy.shape[0]
-    if size < 2:
-        return float("nan")
-    best = np.array([np.nanmax(accuracy[u: size - 1, u]) for u in range(size - 1)])
-    return float((best - accuracy[size - 1, : size - 1]).mean())
+    before = np.array([accuracy[u - 1, u] for u in range(1, size)]) - initial[1:]
+    values = np.full(size, np.nan)
+    for t in range(1, size):
+        values[t] = float(before[:t].mean())
+    return values

@@ -48,7 +48,9 @@ def report(
     hat: bool = typer.Option(False, "--hat", help="HAT monitoring: capacity per layer and task, weight reuse, "
                              "smax x c sensitivity."),
     fmt: str = typer.Option("markdown", "--format", help="markdown, csv, latex or html."),
-    metric: str = typer.Option("forgetting-ratio", "--metric", help="forgetting-ratio or accuracy."),
+    metric: str = typer.Option("forgetting-ratio", "--metric", help="forgetting-ratio, accuracy, bwt, forgetting, "
+                               "intransigence, learning-accuracy or fwt (fwt needs stage-0 rows not stored yet: "
+                               "refused). See the README's Report section for each definition."),
     ci: bool = typer.Option(False, "--ci", help="Cells as mean ± half-width of the Student-t 95% confidence "
                             "interval instead of mean (std)."),
     references: bool = typer.Option(False, "--references", help="Also list joint and random as rows."),
@@ -62,12 +64,14 @@ def report(
 ) -> None:
     """The paper's tables (forgetting ratio or accuracy per stage, summary, time, HAT) and figures."""
     from clbench.report.render import FORMATS
-    from clbench.report.statistics import METRICS
+    from clbench.report.statistics import METRICS, UNAVAILABLE_METRICS
 
     if fmt not in FORMATS:
         raise ClbenchError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if metric not in METRICS:
         raise ClbenchError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
+    if metric in UNAVAILABLE_METRICS:
+        raise ClbenchError(f"--metric {metric}: {UNAVAILABLE_METRICS[metric]}")
     others = summary or time or hat or monitoring or paper
     request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
                             references, parse_seeds(seeds) if seeds else None, plot, monitoring, paper)

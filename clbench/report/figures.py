@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from clbench.report.statistics import Cell
+from clbench.report.statistics import METRIC_SYMBOLS, PERCENT_METRICS, Cell
 from clbench.report.tables import Report
 
 log = logging.getLogger(__name__)
@@ -92,14 +92,15 @@ def plot_curves(report: Report, directory: Path, ci: bool = False) -> list[Path]
     figure, axes = figure_and_axes(7.0, 4.2)
     palette = colours([label for label, _ in rows])
     stages = np.array(report.stages, dtype=float)
-    scale = 100.0 if report.metric == "accuracy" else 1.0
+    scale = 100.0 if report.metric in PERCENT_METRICS else 1.0
     for label, cells in rows:
         mean = np.array([cell.mean for cell in cells]) * scale
         spread = np.array([cell.half_width if ci else cell.std for cell in cells]) * scale
         spread = np.nan_to_num(spread)
         axes.fill_between(stages, mean - spread, mean + spread, color=palette[label], alpha=0.15, linewidth=0)
         axes.plot(stages, mean, color=palette[label], marker="o", linewidth=2.2, label=label)
-    symbol = r"$\rho^{\leq t}$" if report.metric == "forgetting-ratio" else r"$A^{\leq t}$ [%]"
+    name = METRIC_SYMBOLS.get(report.metric, "A").replace("rho", r"\rho")
+    symbol = rf"${name}^{{\leq t}}$" + (" [%]" if report.metric in PERCENT_METRICS else "")
     axes.set_xlabel("t (tasks learned)")
     axes.set_ylabel(symbol)
     axes.set_xticks(stages)

@@ -1,5 +1,5 @@
-"""Statistics over seeds (Cell, summarize, Student-t) and the per-run values: rho^{<=t} against the
-matching joint and random references, or A^{<=t}."""
+"""Statistics over seeds (Cell, summarize, Student-t) and the per-run values of each metric: rho^{<=t} against
+the matching joint and random references, I^{<=t} against the joint, or A^{<=t}, BWT^{<=t}, F^{<=t}, LA^{<=t}."""
 
 from __future__ import annotations
 
@@ -13,13 +13,25 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from clbench import metrics
+from clbench.errors import ResultsError
 from clbench.report.loading import REFERENCES, Results
 
 if TYPE_CHECKING:
     pass
 
 
-METRICS = ("forgetting-ratio", "accuracy")
+METRICS = ("forgetting-ratio", "accuracy", "bwt", "forgetting", "intransigence", "learning-accuracy", "fwt")
+# The references each metric is measured against (see `REFERENCE_KEYS`); the others need none.
+METRIC_REFERENCES = {"forgetting-ratio": ("joint", "random"), "intransigence": ("joint",)}
+# The symbol of each metric's per-stage column (`rho<=2`), and the metrics shown in percent (accuracy points).
+METRIC_SYMBOLS = {"forgetting-ratio": "rho", "accuracy": "A", "bwt": "BWT", "forgetting": "F",
+                  "intransigence": "I", "learning-accuracy": "LA", "fwt": "FWT"}
+PERCENT_METRICS = ("accuracy", "bwt", "forgetting", "intransigence", "learning-accuracy", "fwt")
+# Metrics defined in `clbench.metrics` that today's results cannot give, with why (never a number).
+UNAVAILABLE_METRICS = {
+    "fwt": "forward transfer (Lopez-Paz & Ranzato 2017) needs every task's accuracy just before it is learned and "
+           "at initialisation (stage 0), which clbench does not store yet; no number is given",
+}
 
 
 CONFIDENCE = 0.95
@@ -91,12 +103,18 @@ def student_t_quantile(probability: float, df: int) -> float:
 
 def run_values(results: Results, metric: str, notes: list[str], include_references: bool = False,
                run_ids: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-    """rho^{<=t} or A^{<=t} (length T) of every usable run (or of `run_ids`), by run id.
+    """The per-stage values (length T) of `metric` (one of `METRICS`: rho^{<=t}, A^{<=t}, BWT^{<=t}, ...) of every
+    usable run (or of `run_ids`), by run id.
 
     Why a run is not usable (incomplete matrix, no matching joint or random reference, several equally matching
-    ones) goes to `notes`, with the command that makes what is missing.
+    ones) goes to `notes`, with the command that makes what is missing. A metric of `UNAVAILABLE_METRICS` raises
+    a ResultsError saying why.
     """
-    references = reference_candidates(results) if metric == "forgetting-ratio" else {}
+    if metric in UNAVAILABLE_METRICS:
+        raise ResultsError(f"--metric {metric}: {UNAVAILABLE_METRICS[metric]}")
+    if metric not in METRICS:
+        raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
+    references = reference_candidates(results) if metric in METRIC_REFERENCES else {}
     values: dict[str, np.ndarray] = {}
     for run_id in results.info if run_ids is None else run_ids:
         run = results.info[run_id]
@@ -150,10 +168,12 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
     if not metrics.is_complete_matrix(matrix):
         notes.append(f"left out {run_id}: its accuracy matrix is incomplete (a stage or task is missing)")
         return None
-    if metric == "accuracy":
-        return metrics.average_accuracy(matrix)
+    own = {"accuracy": metrics.average_accuracy, "bwt": metrics.backward_transfer_by_stage,
+           "forgetting": metrics.forgetting_by_stage, "learning-accuracy": metrics.learning_accuracy}
+    if metric in own:
+        return own[metric](matrix)
     seed = int(run["seed"])
-    matched = {method: match_reference(results, candidates, method, run) for method in REFERENCES}
+    matched = {method: match_reference(results, candidates, method, run) for method in METRIC_REFERENCES[metric]}
     refused = [reason for _, reason in matched.values() if reason]
     if refused:
         notes.append(f"left out {run_id}: " + "; ".join(refused))
@@ -164,12 +184,14 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
                      f"network and protocol (data {run['data_hash']}, reference key {run['reference_hash']}); "
                      f"make it with `{_reference_command(run, missing, results)}`")
         return None
-    joint, random = matched["joint"][0], matched["random"][0]
     size = matrix.shape[0]
-    if joint.shape[0] < size or random.shape[0] < size:
+    if any(reference.shape[0] < size for reference, _ in matched.values()):
         notes.append(f"left out {run_id}: its references have fewer stages than the run")
         return None
-    return metrics.forgetting_ratio(matrix, joint[:size, :size], metrics.random_reference(random[:size, :size]))
+    joint = matched["joint"][0][:size, :size]
+    if metric == "intransigence":
+        return metrics.intransigence(matrix, joint)
+    return metrics.forgetting_ratio(matrix, joint, metrics.random_reference(matched["random"][0][:size, :size]))
 
 
 def _reference_command(run: dict[str, Any], missing: Sequence[str], results: Results) -> str:

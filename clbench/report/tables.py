@@ -16,7 +16,15 @@ from clbench.errors import ResultsError
 from clbench.report.formatting import Table, format_seeds, plain
 from clbench.report.loading import REFERENCES, Results, load_results
 from clbench.report.monitoring import monitoring_table_notes
-from clbench.report.statistics import METRICS, Cell, run_values, summarize
+from clbench.report.statistics import (
+    METRIC_SYMBOLS,
+    METRICS,
+    PERCENT_METRICS,
+    UNAVAILABLE_METRICS,
+    Cell,
+    run_values,
+    summarize,
+)
 from clbench.results import BENCH_COLUMNS, BENCH_FOLDER
 
 
@@ -35,10 +43,13 @@ class Report:
 def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ratio",
                  include_references: bool = False, *, seeds: Sequence[int] | None = None,
                  results: Results | None = None) -> Report:
-    """The table of `metric` (forgetting-ratio or accuracy) for one benchmark's results.
+    """The per-stage table of `metric` (one of `METRICS`) for one benchmark's results.
 
-    `results` (from `load_results`) avoids reading the folder again when several tables are built.
+    `results` (from `load_results`) avoids reading the folder again when several tables are built. A metric of
+    `UNAVAILABLE_METRICS` (fwt) raises a ResultsError saying why, never a number.
     """
+    if metric in UNAVAILABLE_METRICS:
+        raise ResultsError(f"--metric {metric}: {UNAVAILABLE_METRICS[metric]}")
     if metric not in METRICS:
         raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
     results = results if results is not None else load_results(results_dir, benchmark, seeds)
@@ -294,11 +305,12 @@ def _bench_notes(bench: pd.DataFrame, results_dir: Path, benchmark: str, command
 
 
 def format_cell(cell: Cell, metric: str, ci: bool = False) -> str:
-    """`-0.06 (0.01)` for the forgetting ratio, `99.0 (0.2)` (percent) for accuracy; `–` when empty.
+    """`-0.06 (0.01)` for the forgetting ratio, `99.0 (0.2)` (percent) for accuracy and the other metrics in
+    accuracy points (`PERCENT_METRICS`, and "percent"); `–` when empty.
 
     With `ci`, `-0.06 ± 0.02`: the mean and the half-width of its Student-t 95% confidence interval.
     """
-    scale, digits = (100.0, 1) if metric in ("accuracy", "percent") else (1.0, 2)
+    scale, digits = (100.0, 1) if metric in (*PERCENT_METRICS, "percent") else (1.0, 2)
     return format_value(cell, scale, digits, ci)
 
 
@@ -313,7 +325,7 @@ def format_value(cell: Cell, scale: float, digits: int, ci: bool = False) -> str
 
 
 def header(report: Report) -> list[str]:
-    symbol = "rho" if report.metric == "forgetting-ratio" else "A"
+    symbol = METRIC_SYMBOLS.get(report.metric, "A")
     return ["approach", *[f"{symbol}<={t}" for t in report.stages], "seeds"]
 
 

@@ -78,3 +78,87 @@ def test_accuracy_matrix_from_long_rows() -> None:
     assert matrix[0, 0] == 0.9 and matrix[1].tolist() == [0.7, 0.8] and np.isnan(matrix[0, 1])
     assert metrics.is_complete_matrix(matrix)
     assert not metrics.is_complete_matrix(metrics.accuracy_matrix(rows.iloc[:2]))
+
+
+# A 4-task matrix whose best earlier accuracy is not always the diagonal (so forgetting and -BWT differ).
+B = np.array([[0.50, NAN, NAN, NAN],
+              [0.80, 0.60, NAN, NAN],
+              [0.70, 0.90, 0.70, NAN],
+              [0.40, 0.60, 0.80, 0.90]])
+# Its joint reference; the joint's later rows differ from its diagonal, a*_k is the joint right after task k.
+JB = np.array([[0.90, NAN, NAN, NAN],
+               [0.85, 0.80, NAN, NAN],
+               [0.80, 0.75, 0.90, NAN],
+               [0.70, 0.70, 0.85, 0.95]])
+
+
+def test_backward_transfer_by_stage_by_hand() -> None:
+    # t=2: 0.80-0.50 = 0.30 ; t=3: ((0.70-0.50) + (0.90-0.60)) / 2 = 0.25
+    # t=4: ((0.40-0.50) + (0.60-0.60) + (0.80-0.70)) / 3 = 0.0
+    bwt = metrics.backward_transfer_by_stage(B)
+    assert np.isnan(bwt[0]) and bwt[1:].tolist() == pytest.approx([0.30, 0.25, 0.0])
+    assert metrics.backward_transfer(B) == pytest.approx(0.0)
+    # the 3-task A: t=2: 0.70-0.90 = -0.20 ; t=3: ((0.60-0.90) + (0.50-0.80)) / 2 = -0.30
+    assert metrics.backward_transfer_by_stage(A)[1:].tolist() == pytest.approx([-0.20, -0.30])
+
+
+def test_forgetting_by_stage_by_hand() -> None:
+    # t=2: task 1: max(A11)=0.50 - 0.80 = -0.30
+    # t=3: task 1: max(0.50, 0.80)=0.80 - 0.70 = 0.10 ; task 2: max(0.60) - 0.90 = -0.30 ; mean -0.10
+    # t=4: task 1: max(0.50, 0.80, 0.70) - 0.40 = 0.40 ; task 2: max(0.60, 0.90) - 0.60 = 0.30 ;
+    #      task 3: max(0.70) - 0.80 = -0.10 ; mean 0.60 / 3 = 0.20
+    forgetting = metrics.forgetting_by_stage(B)
+    assert np.isnan(forgetting[0]) and forgetting[1:].tolist() == pytest.approx([-0.30, -0.10, 0.20])
+    assert metrics.max_previous_forgetting(B) == pytest.approx(0.20)
+
+
+def test_learning_accuracy_by_hand() -> None:
+    # diagonal 0.50, 0.60, 0.70, 0.90: 0.50 ; 1.10/2 = 0.55 ; 1.80/3 = 0.60 ; 2.70/4 = 0.675
+    assert metrics.learning_accuracy(B).tolist() == pytest.approx([0.50, 0.55, 0.60, 0.675])
+
+
+def test_intransigence_by_hand() -> None:
+    # joint diagonal 0.90, 0.80, 0.90, 0.95 minus 0.50, 0.60, 0.70, 0.90 = 0.40, 0.20, 0.20, 0.05
+    # means: 0.40 ; 0.60/2 = 0.30 ; 0.80/3 ; 0.85/4 = 0.2125
+    assert metrics.intransigence(B, JB).tolist() == pytest.approx([0.40, 0.30, 0.80 / 3, 0.2125])
+    assert metrics.intransigence(JB, JB).tolist() == pytest.approx([0, 0, 0, 0])
+
+
+def test_forward_transfer_by_hand() -> None:
+    whole = np.array([[0.50, 0.30, 0.20], [0.80, 0.60, 0.40], [0.70, 0.90, 0.70]])
+    initial = np.array([0.10, 0.25, 0.30])
+    # t=2: A^{2<=1} - b_2 = 0.30 - 0.25 = 0.05 ; t=3: (0.05 + (A^{3<=2} - b_3 = 0.40 - 0.30 = 0.10)) / 2 = 0.075
+    fwt = metrics.forward_transfer_by_stage(whole, initial)
+    assert np.isnan(fwt[0]) and fwt[1:].tolist() == pytest.approx([0.05, 0.075])
+    # today's matrices have no entry above the diagonal: no number
+    assert np.isnan(metrics.forward_transfer_by_stage(A, initial)).all()
+
+
+def test_a_task_first_evaluated_at_its_own_stage() -> None:
+    """Only stages from a task's own on count: accuracies above the diagonal change none of these metrics."""
+    above = np.where(np.isnan(B), 0.99, B)
+    for function in (metrics.backward_transfer_by_stage, metrics.forgetting_by_stage, metrics.learning_accuracy,
+                     metrics.average_accuracy):
+        assert np.array_equal(function(above), function(B), equal_nan=True), function.__name__
+    assert metrics.intransigence(above, JB).tolist() == pytest.approx(metrics.intransigence(B, JB).tolist())
+
+
+def test_a_single_task() -> None:
+    """T = 1: BWT, forgetting and FWT are undefined (NaN, never 0); learning accuracy and intransigence are not."""
+    one = np.array([[0.90]])
+    assert np.isnan(metrics.backward_transfer_by_stage(one)).all() and np.isnan(metrics.backward_transfer(one))
+    assert np.isnan(metrics.forgetting_by_stage(one)).all() and np.isnan(metrics.max_previous_forgetting(one))
+    assert np.isnan(metrics.forward_transfer_by_stage(one, np.array([0.1]))).all()
+    assert metrics.learning_accuracy(one).tolist() == pytest.approx([0.90])
+    assert metrics.intransigence(one, np.array([[0.95]])).tolist() == pytest.approx([0.05])
+
+
+def test_new_metrics_do_not_mutate_inputs() -> None:
+    b, j, initial = B.copy(), JB.copy(), np.array([0.1, 0.2, 0.3, 0.4])
+    metrics.backward_transfer_by_stage(b)
+    metrics.forgetting_by_stage(b)
+    metrics.learning_accuracy(b)
+    metrics.intransigence(b, j)
+    metrics.forward_transfer_by_stage(b, initial)
+    assert np.array_equal(b, B, equal_nan=True) and np.array_equal(j, JB, equal_nan=True)
+    assert initial.tolist() == [0.1, 0.2, 0.3, 0.4]
