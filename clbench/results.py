@@ -43,7 +43,7 @@ COLUMNS = [
 
 
 BENCH_FOLDER = "_bench"  # <results>/_bench/<benchmark>-<UTC timestamp>.parquet (`clbench bench`)
-BENCH_COLUMNS = (  # every column a bench file has, in order (`clbench.bench.bench_rows`)
+BENCH_COLUMNS = (  # every column a bench file has, in order (`clbench.run.bench.bench_rows`)
     "benchmark", "method", "device", "batch_size", "forward_ms", "forward_backward_ms", "epoch_seconds",
     "peak_memory_mb", "clbench_version", "torch_version", "measured_utc", "data", "n_batches", "hostname",
 )
