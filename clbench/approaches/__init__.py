@@ -11,6 +11,8 @@ torch and every built-in; its names can be imported from here too, which loads i
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 BUILTINS: dict[str, str] = {
@@ -38,10 +40,17 @@ _REGISTRY_NAMES = ("ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperp
 __all__ = ["BUILTINS", *_REGISTRY_NAMES]
 
 
-def __getattr__(name: str) -> Any:
-    """The registry's names (`from clbench.approaches import REGISTRY, resolve`), imported on first use."""
-    if name in _REGISTRY_NAMES:
-        from clbench.approaches import registry
+def lazy_exports(package: str, module: str, names: Sequence[str]) -> Callable[[str], Any]:
+    """A package's module-level `__getattr__` that imports `<package>.<module>` on the first use of one of
+    `names`: the package's `__init__` itself imports nothing (and no torch)."""
 
-        return getattr(registry, name)
-    raise AttributeError(f"module 'clbench.approaches' has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            return getattr(importlib.import_module(f"{package}.{module}"), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+# The registry's names (`from clbench.approaches import REGISTRY, resolve`), imported on first use.
+__getattr__ = lazy_exports(__name__, "registry", _REGISTRY_NAMES)

@@ -15,14 +15,8 @@ HAT was one file.
 
 from __future__ import annotations
 
-from typing import Any
+from clbench.approaches import lazy_exports
 
 __all__ = ["Hat", "HatHyperparameters"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from clbench.approaches.hat import approach
-
-        return getattr(approach, name)
-    raise AttributeError(f"module 'clbench.approaches.hat' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, "approach", __all__)

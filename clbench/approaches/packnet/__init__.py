@@ -12,14 +12,8 @@ This file imports nothing (so `report.py` is imported without torch); `PackNet` 
 
 from __future__ import annotations
 
-from typing import Any
+from clbench.approaches import lazy_exports
 
 __all__ = ["PackNet", "PackNetHyperparameters"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from clbench.approaches.packnet import approach
-
-        return getattr(approach, name)
-    raise AttributeError(f"module 'clbench.approaches.packnet' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, "approach", __all__)

@@ -11,14 +11,8 @@ module, as when PathNet was one file.
 
 from __future__ import annotations
 
-from typing import Any
+from clbench.approaches import lazy_exports
 
 __all__ = ["PathNetApproach", "PathNetHyperparameters"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from clbench.approaches.pathnet import approach
-
-        return getattr(approach, name)
-    raise AttributeError(f"module 'clbench.approaches.pathnet' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, "approach", __all__)
