@@ -1,7 +1,10 @@
 """The results store: one folder per run, tidy long-format Parquet, atomic writes, provenance.
 
 Layout: `<results>/<benchmark>/<method>/<config hash>/seed-<seed>/`
-- `accuracy.parquet`: one row per (stage t, task u <= t) of a finished run (the columns are `COLUMNS`);
+- `accuracy.parquet`: one row per (stage t, task u, evaluation) of a finished run (the columns are `COLUMNS`):
+  stage 0 is the network at initialisation, every task is evaluated at every stage, `evaluation` is task-aware
+  (the task's own head) or task-agnostic (argmax over the classes of tasks 1..max(t, u)); schema 1 files hold
+  only the task-aware rows of tasks u <= t, t >= 1;
 - `run.json`: the resolved config, the command's overrides, provenance and status (running/complete/failed);
   provenance includes `approach_origin` (also a JSON column of the rows): `{"kind": "built-in", "module"}`, a
   plugin file's `path` and `sha256`, a plugin `module`, or an entry point's `distribution` and `version`;
@@ -27,7 +30,12 @@ import pandas as pd
 import clbench
 from clbench.errors import ResultsError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# 1: task-aware rows of stages 1..T, tasks u <= t. 2: adds `evaluation` (task-aware / task-agnostic) and
+# `scenario` (task / class), the stage-0 rows (at initialisation) and every task at every stage.
+READABLE_SCHEMA_VERSIONS = (1, 2)
+EVALUATIONS = ("task-aware", "task-agnostic")
+SCENARIOS = ("task", "class")
 ACCURACY_FILE = "accuracy.parquet"
 EVALUATION_FILE = "evaluation.parquet"  # `clbench evaluate`: the same schema, recomputed from checkpoints
 RUN_FILE = "run.json"
@@ -35,7 +43,7 @@ RUN_FILE = "run.json"
 IDENTITY_COLUMNS = ["run_id", "benchmark", "variant", "method", "seed", "config_hash", "data_hash"]
 COLUMNS = [
     "schema_version", *IDENTITY_COLUMNS, "reference_hash", "hyperparameters", "overrides", "approach_origin",
-    "stage", "task", "task_name", "accuracy", "loss", "n_test",
+    "scenario", "evaluation", "stage", "task", "task_name", "accuracy", "loss", "n_test",
     "stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds", "stage_eval_seconds",
     "clbench_version", "git_commit", "torch_version", "cuda_version", "device", "hostname",
     "started_utc", "finished_utc",
@@ -206,10 +214,11 @@ def is_complete(run_dir: Path) -> bool:
 
 def check_schema(frame: pd.DataFrame, path: Path) -> None:
     versions = set(frame["schema_version"].unique()) if "schema_version" in frame else {None}
-    unknown = versions - {SCHEMA_VERSION}
+    unknown = versions - set(READABLE_SCHEMA_VERSIONS)
+    readable = ", ".join(map(str, READABLE_SCHEMA_VERSIONS))
     if unknown:
         raise ResultsError(
             f"{path}: results schema version {sorted(map(str, unknown))} is not one this clbench "
-            f"({clbench.__version__}) reads (it reads {SCHEMA_VERSION}); use the clbench version that wrote it, "
+            f"({clbench.__version__}) reads (it reads {readable}); use the clbench version that wrote it, "
             f"or re-run the experiment"
         )

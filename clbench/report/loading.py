@@ -19,7 +19,7 @@ from clbench.errors import ResultsError
 from clbench.results import (
     ACCURACY_FILE,
     RUN_FILE,
-    SCHEMA_VERSION,
+    READABLE_SCHEMA_VERSIONS,
     DamagedFileError,
     check_schema,
     parse_run_file,
@@ -243,9 +243,10 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
 
 def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> None:
     versions = frame["schema_version"]
-    if bool((versions == SCHEMA_VERSION).all()):
+    readable = versions.isin(list(READABLE_SCHEMA_VERSIONS))
+    if bool(readable.all()):
         return
-    bad = frame[versions.isna() | (versions != SCHEMA_VERSION)]
+    bad = frame[~readable]
     if not bad.empty:
         run_id = bad["run_id"].iloc[0]
         check_schema(bad[bad["run_id"] == run_id], root / benchmark / str(run_id).split("/", 1)[-1] / ACCURACY_FILE)
