@@ -56,7 +56,7 @@ TINY_TRAINING = TrainingSpec(lr=0.05, patience=2, max_epochs=4, batch_size=32, e
 
 
 def tiny_spec(network: str = "mlp", kind: str = "split", n_tasks: int = 3,
-              training: TrainingSpec = TINY_TRAINING) -> BenchmarkSpec:
+              training: TrainingSpec = TINY_TRAINING, scenario: str = "task") -> BenchmarkSpec:
     """A small benchmark: 3 tasks of an MLP (28x28 inputs) or of a narrow AlexNet (3x32x32 inputs)."""
     if kind == "permuted":
         data = DataSpec(kind="permuted", datasets=("mnist",), form="mnist28", n_tasks=n_tasks)
@@ -65,6 +65,7 @@ def tiny_spec(network: str = "mlp", kind: str = "split", n_tasks: int = 3,
                         remainder="keep", shuffle_tasks=False)
     else:
         data = DataSpec(kind="mixture", datasets=("cifar10", "svhn", "fashion-mnist")[:n_tasks], form="image32")
+    data = replace(data, scenario=scenario)
     net = (NetworkSpec(kind="mlp", hidden=(32, 32)) if network == "mlp" else
            NetworkSpec(kind="alexnet", conv_channels=(8, 8, 16), fc_units=(32, 32)))
     return BenchmarkSpec("tiny", "tiny synthetic benchmark", "<test>", None, data, net, training, {})
@@ -81,6 +82,6 @@ def make_approach(method: str, spec: BenchmarkSpec, tasks: TaskSequence, seed: i
     resolved = resolve(spec, method)
     hyper = replace(resolved.hyperparameters, **hparams)
     context = ApproachContext(spec.network, resolved.training, tasks.input_shape, tasks.head_sizes,
-                              torch.device("cpu"), seed)
+                              torch.device("cpu"), seed, spec.data.scenario)
     seed_global_torch(seed)
     return resolved.cls(context, hyper)

@@ -8,8 +8,20 @@ resets and the optimiser is rebuilt; after the loop the best snapshot is restore
 
 Hooks (all optional): `build_network`, `begin_task`, `training_data`, `trainable_parameters`, `loss`,
 `penalty`, `before_step` (gradient conditioning), `after_step`, `epoch_state` / `restore_epoch_state` (state
-kept and restored with the best weights), `end_task`, `predict`, `extra_state` /
+kept and restored with the best weights), `end_task`, `predict`, `predict_classes`, `extra_state` /
 `load_extra_state` (what a checkpoint needs besides the network), `monitoring` (tables stored with the run).
+
+Scenarios (`data.scenario`): in the task scenario (the paper's) a sample's loss is the cross-entropy on its
+task's head. In the class scenario the network is the same, and the heads of the tasks seen so far, concatenated
+(task t's classes at offset sum_{u<t} n_u), are one output layer: the loss is the cross-entropy over every class
+seen so far, with the sample's global class index, as FACIL trains with `--all-outputs`
+(mmasana/FACIL src/approach/finetuning.py `criterion`; src/networks/network.py `LLL_Net.add_head`,
+`task_offset`). An approach whose prediction needs the task id beyond picking a head (`needs_task_id`: HAT's
+masks, PackNet's, PathNet's paths, PNN's columns) trains on its task's head in both scenarios.
+
+Evaluations (`evaluate_task`): task-aware is the argmax over the task's own head; task-agnostic is the argmax over
+the concatenated heads of tasks 1..max(t, u) (FACIL's TAg in `calculate_metrics`), stored only when
+`predicts_without_task_id()`.
 
 Two protocol switches change numerics and are off by default (`training.compile`, `training.amp`, part of the
 config hash): `compile_network` compiles the network's body with torch.compile; `Approach.autocast` runs the
@@ -56,10 +68,16 @@ class ApproachContext:
     head_sizes: tuple[int, ...]
     device: torch.device
     seed: int
+    scenario: str = "task"  # `data.scenario`: task or class (see the module docstring)
 
     def generator(self, purpose: str) -> torch.Generator:
         """A CPU generator of the seeding contract for one purpose."""
         return torch_generator(self.seed, purpose)
+
+    @property
+    def class_offsets(self) -> tuple[int, ...]:
+        """Where each task's classes start in the output over every class: (0, n_1, n_1 + n_2, ...)."""
+        return tuple(sum(self.head_sizes[:task]) for task in range(len(self.head_sizes)))
 
 
 @dataclass(frozen=True)
@@ -105,6 +123,10 @@ class Evaluation:
     loss: float
     accuracy: float
     n: int
+
+
+TASK_AWARE = "task-aware"
+TASK_AGNOSTIC = "task-agnostic"
 
 
 ProgressCallback = Callable[[EpochLog], None]
@@ -211,12 +233,24 @@ class Approach:
     revision: ClassVar[int] = 0
     # "module:Class" of a torch-free clbench.report.monitoring.MonitoringReporter (`clbench report --monitoring`)
     monitoring_reporter: ClassVar[str | None] = None
+    # The prediction needs the task id beyond picking a head (masks, paths, columns): no task-agnostic evaluation,
+    # and the task head's loss in the class scenario too.
+    needs_task_id: ClassVar[bool] = False
+    # The approach can predict a task it has not learned yet (stage 0 and the rows above the diagonal); PathNet
+    # cannot (an unlearned task has no path).
+    predicts_unlearned_tasks: ClassVar[bool] = True
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         self.context = context
         self.hparams = hyperparameters
         self.device = context.device
         self.network: nn.Module = self.build_network().to(self.device)
+        trains_with_base_loss = type(self).loss is Approach.loss and type(self).learn_task is Approach.learn_task
+        if self.class_scenario and trains_with_base_loss and not isinstance(self.network, MultiHeadNet):
+            raise SpecError(f"approach {self.name}: data.scenario=class needs a network with `features` and "
+                            f"`heads` (a MultiHeadNet); this one is a {type(self.network).__name__}: run it with "
+                            f"data.scenario=task, or set `needs_task_id = True` on the approach class")
+        self.offsets = torch.tensor(context.class_offsets, dtype=torch.long, device=self.device)  # (T,)
         if context.training.compile:
             compile_network(self.network)
         self.batch_generator = context.generator("batch-order")
@@ -238,16 +272,58 @@ class Approach:
         return [p for p in self.network.parameters() if p.requires_grad]
 
     def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
-        """Training loss of a batch (mean): cross-entropy on the task's head plus the approach's penalty."""
+        """Training loss of a batch (mean): the scenario's cross-entropy plus the approach's penalty."""
+        if self.class_scenario:
+            features = self.multihead.features(batch.inputs)
+            return self.class_cross_entropy(features, batch, step.stage)[0] + self.penalty(step.stage)
         logits = self.network(batch.inputs, batch.task)
         return functional.cross_entropy(logits, batch.targets) + self.penalty(step.stage)
 
     def validation_loss(self, batch: Batch, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(summed loss, number correct) on a validation batch; the loss includes the penalty."""
+        if self.class_scenario:
+            features = self.multihead.features(batch.inputs)
+            loss, correct = self.class_cross_entropy(features, batch, stage, reduction="sum")
+            return loss + self.penalty(stage) * batch.targets.shape[0], correct
         logits = self.predict(batch.inputs, batch.task)
         loss = functional.cross_entropy(logits, batch.targets, reduction="sum")
         loss = loss + self.penalty(stage) * batch.targets.shape[0]
         return loss, (logits.argmax(1) == batch.targets).sum()
+
+    # ------------------------------------------------------------------ scenarios
+    @property
+    def class_scenario(self) -> bool:
+        """True when the loss is over every class seen so far (`data.scenario: class`, task id not needed)."""
+        return self.context.scenario == "class" and not self.needs_task_id
+
+    def class_targets(self, batch: Batch) -> torch.Tensor:
+        """The batch's targets as indices into the output over every class: task t's class c -> offset_t + c."""
+        if batch.task_ids is not None:
+            return batch.targets + self.offsets.index_select(0, batch.task_ids)  # (B,)
+        return batch.targets + self.context.class_offsets[batch.task]  # (B,)
+
+    def seen_logits(self, features: torch.Tensor, n_tasks: int) -> torch.Tensor:
+        """The heads of tasks 0..n_tasks-1 on `features`, concatenated: (B, sum of their classes)."""
+        heads = self.multihead.heads
+        return torch.cat([heads[task](features) for task in range(n_tasks)], dim=1)
+
+    def scenario_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,
+                               reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
+        """(cross-entropy, number correct) of a single-task batch from the body's `features`: on the task's head
+        in the task scenario, over every class seen so far in the class scenario (`class_cross_entropy`)."""
+        if self.class_scenario:
+            return self.class_cross_entropy(features, batch, stage, reduction)
+        logits = self.multihead.heads[batch.task](features)  # (B, n_task)
+        loss = functional.cross_entropy(logits, batch.targets, reduction=reduction)
+        return loss, (logits.argmax(1) == batch.targets).sum()
+
+    def class_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,
+                            reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
+        """(cross-entropy over the classes of tasks 0..stage, number correct): the class scenario's loss."""
+        logits = self.seen_logits(features, stage + 1)  # (B, classes seen)
+        targets = self.class_targets(batch)  # (B,)
+        loss = functional.cross_entropy(logits, targets, reduction=reduction)
+        return loss, (logits.argmax(1) == targets).sum()
 
     def penalty(self, stage: int) -> torch.Tensor | float:
         """The approach's regulariser, added to the training and validation loss (default 0)."""
@@ -265,6 +341,22 @@ class Approach:
     def predict(self, inputs: torch.Tensor, task: int) -> torch.Tensor:
         """Logits of task `task` for evaluation (the network is in eval mode)."""
         return self.network(inputs, task)
+
+    def predict_classes(self, inputs: torch.Tensor, n_tasks: int) -> torch.Tensor:
+        """Logits over the classes of tasks 0..n_tasks-1 without the task id, for task-agnostic evaluation:
+        (B, sum of their classes), task t's classes at `class_offsets[t]` (default: the heads, concatenated)."""
+        return self.seen_logits(self.multihead.features(inputs), n_tasks)
+
+    def predicts_without_task_id(self) -> bool:
+        """Whether task-agnostic rows are stored: not for `needs_task_id`, nor for a network without heads, nor
+        for an approach that overrides `predict` but not `predict_classes` (its task-aware logits would not be the
+        ones `predict_classes` concatenates)."""
+        cls = type(self)
+        if cls.needs_task_id:
+            return False
+        if cls.predict_classes is not Approach.predict_classes:
+            return True
+        return isinstance(self.network, MultiHeadNet) and cls.predict is Approach.predict
 
     def monitoring(self, stage: int, tasks: TaskSequence) -> dict[str, list[dict[str, Any]]]:
         """Named tables of rows to store with the run after task `stage` (e.g. HAT's masks and capacity).
@@ -365,6 +457,34 @@ class Approach:
     def evaluate(self, data: LabelledData, task: int) -> Evaluation:
         """Test cross-entropy and accuracy of task `task`'s head on `data`, without autograd."""
         return self.sum_over_batches(data, lambda batch: self.test_loss(batch, task))
+
+    def evaluate_task(self, data: LabelledData, task: int, n_candidates: int) -> dict[str, Evaluation]:
+        """Task `task`'s test loss and accuracy in each evaluation this approach has, by name.
+
+        `task-aware`: the task's own head (`evaluate`). `task-agnostic` (when `predicts_without_task_id`): the
+        argmax over the classes of tasks 0..n_candidates-1 (`predict_classes`), against the global class index.
+        Both come from one forward pass per batch.
+        """
+        if not self.predicts_without_task_id():
+            return {TASK_AWARE: self.evaluate(data, task)}
+        self.network.eval()
+        start, width = self.context.class_offsets[task], self.context.head_sizes[task]
+        sums = torch.zeros(4, device=self.device)  # aware loss, aware correct, agnostic loss, agnostic correct
+        with torch.inference_mode(), self.autocast():
+            for chunk in data.batches(self.training_protocol.eval_batch_size):
+                batch = data.batch(chunk)
+                logits = self.predict_classes(batch.inputs, n_candidates)  # (B, classes of n_candidates tasks)
+                own = logits[:, start:start + width]  # (B, n_task): the task's head
+                targets = batch.targets + start  # (B,) global class indices
+                sums += torch.stack([
+                    functional.cross_entropy(own, batch.targets, reduction="sum").float(),
+                    (own.argmax(1) == batch.targets).sum().float(),
+                    functional.cross_entropy(logits, targets, reduction="sum").float(),
+                    (logits.argmax(1) == targets).sum().float()])
+        loss_aware, right_aware, loss_agnostic, right_agnostic = sums.tolist()
+        n = max(1, len(data))
+        return {TASK_AWARE: Evaluation(loss_aware / n, right_aware / n, len(data)),
+                TASK_AGNOSTIC: Evaluation(loss_agnostic / n, right_agnostic / n, len(data))}
 
     def test_loss(self, batch: Batch, task: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(summed cross-entropy, number correct) of task `task`'s head on a test batch."""

@@ -69,7 +69,7 @@ class EWC(Approach):
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
         parameters = dict(self.network.named_parameters())
         fisher = task_fisher(self.network, parameters, tasks[stage].train, stage, self.hparams.fisher_batch_size,
-                             self.hparams.fisher_dropout)
+                             self.hparams.fisher_dropout, seen=self.class_scenario)
         self.fisher = fisher if stage == 0 or not self.fisher else merge_fisher(fisher, self.fisher, stage)
         self.anchor = detached_copy(parameters)
 

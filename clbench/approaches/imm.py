@@ -128,7 +128,7 @@ class IMMMode(IMM):
     def merge(self, stage: int, tasks: TaskSequence) -> ParameterDict:
         body = dict(named_body_parameters(self.multihead))
         fisher = task_fisher(self.network, body, tasks[stage].train, stage, self.hparams.fisher_batch_size,
-                             self.hparams.fisher_dropout)
+                             self.hparams.fisher_dropout, seen=self.class_scenario)
         current = detached_copy(body)
         previous = self.anchor or current
         precision = self.precision or {name: torch.zeros_like(value) for name, value in current.items()}

@@ -1,7 +1,8 @@
 """Joint (multitask) training: the reference A_J of the forgetting ratio.
 
 At stage t a fresh copy of the initial network is trained on tasks 1..t together (each sample's loss on its
-own head); row t of its accuracy matrix is the multitask reference for every approach at stage t.
+own head; in the class scenario, the cross-entropy over every class of tasks 1..t); row t of its accuracy
+matrix is the multitask reference for every approach at stage t.
 """
 
 from __future__ import annotations
@@ -55,10 +56,14 @@ class Joint(Approach):
 
     def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
         features = self.multihead.features(batch.inputs)
+        if self.class_scenario:
+            return self.class_cross_entropy(features, batch, step.stage)[0]
         return multihead_loss(features, self.multihead.heads, batch, step.stage + 1)[0]
 
     def validation_loss(self, batch: Batch, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
         features = self.multihead.features(batch.inputs)
+        if self.class_scenario:
+            return self.class_cross_entropy(features, batch, stage, reduction="sum")
         return multihead_loss(features, self.multihead.heads, batch, stage + 1, reduction="sum")
 
     def extra_state(self) -> dict[str, object]:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional
 
 from clbench.approaches.base import Hyperparameters, StepInfo
 from clbench.approaches.lwf import WithPreviousModel
@@ -77,14 +76,13 @@ class LFL(WithPreviousModel):
 
     def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
         activations = penultimate(self.multihead, batch.inputs)  # (B, F)
-        cross_entropy = functional.cross_entropy(self.multihead.heads[batch.task](activations), batch.targets)
+        cross_entropy = self.scenario_cross_entropy(activations, batch, step.stage)[0]
         return cross_entropy + self.hparams.lamb * self.activation_penalty(batch.inputs, activations,
                                                                            step.stage).sum()
 
     def validation_loss(self, batch: Batch, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
         activations = self.multihead.features(batch.inputs)  # (B, F): eval mode, no dropout
-        logits = self.multihead.heads[batch.task](activations)  # (B, n_task)
-        loss = functional.cross_entropy(logits, batch.targets, reduction="sum")
+        loss, correct = self.scenario_cross_entropy(activations, batch, stage, reduction="sum")
         scale = self.hparams.lamb * self.training_protocol.batch_size
         loss = loss + scale * self.activation_penalty(batch.inputs, activations, stage).sum()
-        return loss, (logits.argmax(1) == batch.targets).sum()
+        return loss, correct

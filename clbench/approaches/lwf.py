@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.nn import functional
 
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, tensors_to
 from clbench.approaches.regularizers import ParameterDict, distillation_loss, frozen_network
@@ -91,12 +90,11 @@ class LwF(WithPreviousModel):
 
     def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
         features = self.multihead.features(batch.inputs)  # (B, F)
-        cross_entropy = functional.cross_entropy(self.multihead.heads[batch.task](features), batch.targets)
+        cross_entropy = self.scenario_cross_entropy(features, batch, step.stage)[0]
         return cross_entropy + self.hparams.lamb * self.distillation(batch.inputs, features, step.stage).mean()
 
     def validation_loss(self, batch: Batch, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
         features = self.multihead.features(batch.inputs)  # (B, F)
-        logits = self.multihead.heads[batch.task](features)  # (B, n_task)
-        loss = functional.cross_entropy(logits, batch.targets, reduction="sum")
+        loss, correct = self.scenario_cross_entropy(features, batch, stage, reduction="sum")
         loss = loss + self.hparams.lamb * self.distillation(batch.inputs, features, stage).sum()
-        return loss, (logits.argmax(1) == batch.targets).sum()
+        return loss, correct

@@ -45,18 +45,25 @@ def diagonal_fisher(parameters: Mapping[str, torch.Tensor],
     return {name: value / max(total, 1) for name, value in fisher.items()}
 
 
-def cross_entropy_batches(network: Callable[[torch.Tensor, int], torch.Tensor], data: LabelledData, task: int,
-                          batch_size: int) -> Iterator[tuple[torch.Tensor, int]]:
-    """(mean cross-entropy with the true labels, batch size) over `data` in order, for `diagonal_fisher`."""
+def cross_entropy_batches(network: Callable[..., torch.Tensor], data: LabelledData, task: int,
+                          batch_size: int, seen: bool = False) -> Iterator[tuple[torch.Tensor, int]]:
+    """(mean cross-entropy with the true labels, batch size) over `data` in order, for `diagonal_fisher`.
+
+    `seen` (the class scenario; `network` a MultiHeadNet): over every class of tasks 0..task, with the samples'
+    global class indices, as the class scenario trains.
+    """
+    offset = network.class_offset(task) if seen else 0  # type: ignore[attr-defined]
     for chunk in data.batches(batch_size):
         batch = data.batch(chunk)
-        logits = network(batch.inputs, task)  # (B, n_task)
-        yield functional.cross_entropy(logits, batch.targets), int(batch.targets.shape[0])
+        logits = network(batch.inputs, task, seen=True) if seen else network(batch.inputs, task)  # (B, classes)
+        yield functional.cross_entropy(logits, batch.targets + offset), int(batch.targets.shape[0])
 
 
 def task_fisher(network: nn.Module, parameters: Mapping[str, torch.Tensor], data: LabelledData, task: int,
-                batch_size: int, train_mode: bool) -> ParameterDict:
-    """Diagonal Fisher of `parameters` of `network` on a task's data (true labels, head `task`).
+                batch_size: int, train_mode: bool, seen: bool = False) -> ParameterDict:
+    """Diagonal Fisher of `parameters` of `network` on a task's data (true labels; head `task`, or with `seen`
+    the class scenario's output over the classes of tasks 0..task: FACIL's ewc.py takes the Fisher of the loss
+    it trains with).
 
     `train_mode` runs the network in training mode (dropout active) as the reference does; the network's
     mode is restored afterwards.
@@ -64,7 +71,7 @@ def task_fisher(network: nn.Module, parameters: Mapping[str, torch.Tensor], data
     was_training = network.training
     network.train(train_mode)
     try:
-        return diagonal_fisher(parameters, cross_entropy_batches(network, data, task, batch_size))
+        return diagonal_fisher(parameters, cross_entropy_batches(network, data, task, batch_size, seen))
     finally:
         network.train(was_training)
 

@@ -21,9 +21,17 @@ class MultiHeadNet(nn.Module):
     def features(self, x: torch.Tensor) -> torch.Tensor:  # (B, ...) -> (B, F)
         raise NotImplementedError
 
-    def forward(self, x: torch.Tensor, task: int) -> torch.Tensor:
-        """Logits of task `task`'s head: (B, n_classes[task])."""
-        return self.heads[task](self.features(x))
+    def forward(self, x: torch.Tensor, task: int, seen: bool = False) -> torch.Tensor:
+        """Logits of task `task`'s head: (B, n_classes[task]); with `seen`, the heads of tasks 0..task
+        concatenated, the class scenario's output over every class seen so far: (B, sum of their classes)."""
+        features = self.features(x)
+        if seen:
+            return torch.cat([self.heads[u](features) for u in range(task + 1)], dim=1)
+        return self.heads[task](features)
+
+    def class_offset(self, task: int) -> int:
+        """Where task `task`'s classes start in the output over every class (`forward(..., seen=True)`)."""
+        return sum(head.out_features for head in self.heads[:task])
 
     def compile_body(self) -> None:
         """torch.compile the body (`features`) in place; the task only picks the head, outside the graph."""

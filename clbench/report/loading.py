@@ -18,8 +18,8 @@ from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.results import (
     ACCURACY_FILE,
-    RUN_FILE,
     READABLE_SCHEMA_VERSIONS,
+    RUN_FILE,
     DamagedFileError,
     check_schema,
     parse_run_file,

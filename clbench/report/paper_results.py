@@ -306,7 +306,7 @@ def shipped_definition(benchmark: str, variant: str | None) -> dict[str, Any]:
     benchmark the paper's table is about. {} for a benchmark clbench does not ship."""
     from clbench.errors import SpecError
     from clbench.spec import benchmark_names, load_benchmark
-    from clbench.spec.fields import to_dict
+    from clbench.spec.fields import identity_dict
 
     if benchmark not in benchmark_names():
         return {}
@@ -314,7 +314,7 @@ def shipped_definition(benchmark: str, variant: str | None) -> dict[str, Any]:
         spec = load_benchmark(benchmark, [f"variant={variant}"] if variant else [])
     except SpecError:
         spec = load_benchmark(benchmark)
-    return flatten({"data": to_dict(spec.data), "network": to_dict(spec.network)})
+    return flatten({"data": identity_dict(spec.data), "network": identity_dict(spec.network)})
 
 
 def _run_config(results: Results, run_ids: Sequence[str]) -> dict[str, Any] | None:

@@ -22,7 +22,7 @@ import shlex
 import time
 import traceback
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import torch
 
 from clbench.approaches import Approach, ApproachContext, ResolvedApproach, resolve
-from clbench.approaches.base import EpochLog, TaskLog
+from clbench.approaches.base import TASK_AWARE, EpochLog, Evaluation, TaskLog
 from clbench.approaches.plugins import code_identity, code_text, method_argument, origin_of
 from clbench.data.custom import CustomDataset
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
@@ -57,7 +57,7 @@ from clbench.results import (
 from clbench.run.locking import held_lock, lock_holder
 from clbench.seeding import seed_global_torch
 from clbench.spec import BenchmarkSpec, benchmarks_dir, command_argument
-from clbench.spec.fields import flatten, stable_hash, to_dict
+from clbench.spec.fields import flatten, identity_dict, stable_hash
 
 log = logging.getLogger(__name__)
 
@@ -140,14 +140,14 @@ def run_config(spec: BenchmarkSpec, approach: ResolvedApproach) -> dict[str, Any
     never mixed with the old ones. Built-ins have no `code` key, so their config hashes are unchanged.
     """
     code = code_identity(approach.name)
-    return {"benchmark": spec.name, "variant": spec.variant, "data": to_dict(spec.data),
-            "network": to_dict(spec.network), "method": approach.name, **approach.config(),
+    return {"benchmark": spec.name, "variant": spec.variant, "data": identity_dict(spec.data),
+            "network": identity_dict(spec.network), "method": approach.name, **approach.config(),
             **own_datasets_identity(spec), **({"code": code} if code is not None else {})}
 
 
 def data_identity(spec: BenchmarkSpec) -> str:
     """Hash of what the references must share with a run: the benchmark and its data (tasks, splits)."""
-    return stable_hash({"benchmark": spec.name, "data": to_dict(spec.data), **own_datasets_identity(spec)})
+    return stable_hash({"benchmark": spec.name, "data": identity_dict(spec.data), **own_datasets_identity(spec)})
 
 
 def reference_identity(spec: BenchmarkSpec) -> str:
@@ -158,8 +158,9 @@ def reference_identity(spec: BenchmarkSpec) -> str:
     same reference hash and seed are measured against the same A_J. (The `random` reference trains nothing and is
     matched on the data hash and the seed alone.)
     """
-    return stable_hash({"benchmark": spec.name, "data": to_dict(spec.data), "network": to_dict(spec.network),
-                        "training": to_dict(spec.training), **own_datasets_identity(spec)})
+    return stable_hash({"benchmark": spec.name, "data": identity_dict(spec.data),
+                        "network": identity_dict(spec.network), "training": identity_dict(spec.training),
+                        **own_datasets_identity(spec)})
 
 
 def own_datasets_identity(spec: BenchmarkSpec) -> dict[str, Any]:
@@ -305,7 +306,7 @@ def build_approach(plan: RunPlan, tasks: TaskSequence, device: torch.device) -> 
     """Seed the run (the one explicit global seeding) and build its approach and network."""
     seed_global_torch(plan.seed)
     context = ApproachContext(plan.spec.network, plan.approach.training, tasks.input_shape, tasks.head_sizes,
-                              device, plan.seed)
+                              device, plan.seed, plan.spec.data.scenario)
     return plan.approach.cls(context, plan.approach.hyperparameters)
 
 
@@ -408,11 +409,17 @@ def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
 
 def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, observer: RunObserver,
                   header: dict[str, Any]) -> list[dict[str, Any]]:
-    """Train and evaluate the stages after the last checkpoint (all of them for a new run)."""
+    """Train and evaluate the stages after the last checkpoint (all of them for a new run, after the stage-0
+    evaluation of the network at initialisation)."""
     tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
     approach = build_approach(plan, tasks, device)
-    first_stage, rows = resume_from_checkpoint(plan.run_dir, approach, len(tasks), header["damaged_files"])
-    header.update(parameters=parameter_count(approach.network), resumed_after_stage=first_stage or None)
+    header.update(parameters=parameter_count(approach.network), task_agnostic=approach.predicts_without_task_id())
+    first_stage, rows = resume_from_checkpoint(plan.run_dir, approach, len(tasks), header["damaged_files"],
+                                               upgrade=lambda stage, old: upgraded_rows(plan, approach, tasks, stage,
+                                                                                        old, header))
+    if first_stage == 0:
+        rows = _evaluate_stage(plan, approach, tasks, -1, None, header)
+    header.update(resumed_after_stage=first_stage or None)
     write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
     observer.run_started(plan, tasks.names)
     if first_stage:
@@ -424,26 +431,45 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
         rows.extend(stage_rows)
         _store_monitoring(plan, approach, tasks, stage, header)
         save_checkpoint(plan.run_dir, stage, approach, rows)
-        observer.task_finished(plan, stage, [row["accuracy"] for row in stage_rows])
+        observer.task_finished(plan, stage, learned_accuracies(stage_rows))
     return rows
 
 
-def evaluate_stage(approach: Approach, tasks: TaskSequence, stage: int) -> list[tuple[float, float, int, float]]:
-    """(accuracy, loss, n_test, seconds) on the test set of every task u <= stage."""
+def learned_accuracies(stage_rows: Sequence[dict[str, Any]]) -> list[float]:
+    """The task-aware accuracies of the tasks learned so far (u <= t), in task order, from one stage's rows."""
+    return [row["accuracy"] for row in stage_rows
+            if row["evaluation"] == TASK_AWARE and row["task"] <= row["stage"]]
+
+
+def evaluated_tasks(approach: Approach, n_tasks: int, stage: int) -> range:
+    """The tasks evaluated after task `stage` (0-based; -1: at initialisation): every task, or only the learned
+    ones for an approach that cannot predict an unlearned task (PathNet)."""
+    return range(n_tasks) if approach.predicts_unlearned_tasks else range(stage + 1)
+
+
+def evaluate_stage(approach: Approach, tasks: TaskSequence,
+                   stage: int) -> list[tuple[int, str, Evaluation, float]]:
+    """(task, evaluation, result, seconds) of every task evaluated after task `stage` (0-based; -1: at
+    initialisation), in task order, each task's evaluations from one pass (`Approach.evaluate_task`).
+
+    Task-agnostic candidates: the classes of tasks 0..max(stage, u) (every class seen so far, and the task's own
+    classes when it is not learned yet, so that its accuracy is not 0 by construction).
+    """
     results = []
-    for task in range(stage + 1):
+    for task in evaluated_tasks(approach, len(tasks), stage):
         start = time.perf_counter()
-        evaluation = approach.evaluate(tasks[task].test, task)
-        results.append((evaluation.accuracy, evaluation.loss, evaluation.n, time.perf_counter() - start))
+        evaluations = approach.evaluate_task(tasks[task].test, task, max(stage, task) + 1)
+        seconds = time.perf_counter() - start
+        results.extend((task, name, evaluation, seconds) for name, evaluation in evaluations.items())
     return results
 
 
 def _evaluate_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int, task_log: TaskLog | None,
                     header: dict[str, Any]) -> list[dict[str, Any]]:
     evaluations = evaluate_stage(approach, tasks, stage)
-    eval_seconds = sum(result[3] for result in evaluations)
-    return [accuracy_row(plan, header, stage, task, tasks[task].name, accuracy, loss, n, task_log, eval_seconds)
-            for task, (accuracy, loss, n, _) in enumerate(evaluations)]
+    eval_seconds = sum(seconds for *_, seconds in evaluations)
+    return [accuracy_row(plan, header, stage, task, tasks[task].name, name, result, task_log, eval_seconds)
+            for task, name, result, _ in evaluations]
 
 
 def _write_rows(plan: RunPlan, file_name: str, rows: list[dict[str, Any]]) -> str:
@@ -455,10 +481,10 @@ def _write_rows(plan: RunPlan, file_name: str, rows: list[dict[str, Any]]) -> st
     return finished
 
 
-def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, task_name: str, accuracy: float,
-                 loss: float, n_test: int, task_log: TaskLog | None, eval_seconds: float) -> dict[str, Any]:
-    """One long-format result row (stage and task 1-based)."""
-    import json
+def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, task_name: str, evaluation: str,
+                 result: Evaluation, task_log: TaskLog | None, eval_seconds: float) -> dict[str, Any]:
+    """One long-format result row (`stage` 0-based here, -1 at initialisation; stored 1-based, 0 at
+    initialisation; `task` 0-based here, stored 1-based)."""
 
     return {
         "schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
@@ -467,8 +493,9 @@ def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, t
         "hyperparameters": json.dumps(plan.config["hyperparameters"], sort_keys=True),
         "overrides": json.dumps(list(plan.overrides)),
         "approach_origin": json.dumps(header.get("approach_origin") or origin_of(plan.method), sort_keys=True),
-        "stage": stage + 1, "task": task + 1,
-        "task_name": task_name, "accuracy": float(accuracy), "loss": float(loss), "n_test": int(n_test),
+        "scenario": plan.spec.data.scenario, "evaluation": evaluation, "stage": stage + 1, "task": task + 1,
+        "task_name": task_name, "accuracy": float(result.accuracy), "loss": float(result.loss),
+        "n_test": int(result.n),
         "stage_epochs": task_log.epochs if task_log else None,
         "stage_best_epoch": task_log.best_epoch if task_log else None,
         "stage_batches": task_log.batches if task_log else None,
@@ -518,28 +545,56 @@ def save_checkpoint(run_dir: Path, stage: int, approach: Approach, rows: list[di
     atomic_write_bytes(checkpoint_path(run_dir, stage), buffer.getvalue())
 
 
-def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int,
-                           damaged: list[str] | None = None) -> tuple[int, list[dict[str, Any]]]:
+def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int, damaged: list[str] | None = None,
+                           upgrade: RowUpgrade | None = None) -> tuple[int, list[dict[str, Any]]]:
     """Restore the state after the last finished task; returns (first stage to train, rows so far).
 
     Restores the approach (network, extra state, batch generator) and torch's global (and CUDA) generator as
     they were when that task's checkpoint was written, so the next task starts exactly as it would have. A
     checkpoint that cannot be read (truncated) is named (logged, and appended to `damaged`) and the previous
-    stage's is used instead; the stages after it are trained again.
+    stage's is used instead; the stages after it are trained again. A checkpoint written before results schema 2
+    (task-aware rows of u <= t only) has its rows rebuilt by `upgrade(stage, old rows)` (called before the
+    approach's state is loaded: the approach is still at initialisation).
     """
     found = last_readable_checkpoint(run_dir, n_tasks, damaged if damaged is not None else [])
     if found is None:
         return 0, []
     stage, checkpoint = found
     rows = list(checkpoint["rows"])
-    if checkpoint["stage"] != stage or len(rows) != (stage + 1) * (stage + 2) // 2:
+    if checkpoint["stage"] != stage:
         raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} does not hold stages 1..{stage + 1}: "
+                           f"re-run with --force")
+    if rows and "evaluation" not in rows[0]:
+        if upgrade is None or len(rows) != (stage + 1) * (stage + 2) // 2:
+            raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} was written by an earlier clbench and "
+                               f"cannot be completed: re-run with --force")
+        rows = upgrade(stage, rows)
+    if not set(range(1, stage + 2)) <= {row["stage"] for row in rows} <= set(range(stage + 2)):
+        raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} does not hold stages 0..{stage + 1}: "
                            f"re-run with --force")
     approach.load_state(checkpoint["approach"])
     torch.set_rng_state(checkpoint["torch_rng"])
     if "cuda_rng" in checkpoint and approach.device.type == "cuda":
         torch.cuda.set_rng_state(checkpoint["cuda_rng"], approach.device)
     return stage + 1, rows
+
+
+RowUpgrade = Callable[[int, list[dict[str, Any]]], list[dict[str, Any]]]
+STAGE_LOG_KEYS = ("stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds")
+
+
+def upgraded_rows(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int,
+                  old_rows: list[dict[str, Any]], header: dict[str, Any]) -> list[dict[str, Any]]:
+    """Schema-2 rows of stages 0..stage+1 for a run whose checkpoints hold schema-1 rows (an unfinished run of an
+    earlier clbench): stage 0 from `approach` at initialisation, each later stage re-evaluated from its checkpoint,
+    with the training log (epochs, batches, seconds) of the old rows. Leaves `approach` at checkpoint `stage`."""
+    rows = _evaluate_stage(plan, approach, tasks, -1, None, header)
+    for done in range(stage + 1):
+        approach.load_state(load_checkpoint(plan.run_dir, done)["approach"])
+        log_fields = next({key: row.get(key) for key in STAGE_LOG_KEYS} for row in old_rows
+                          if row["stage"] == done + 1)
+        rows.extend({**row, **log_fields} for row in _evaluate_stage(plan, approach, tasks, done, None, header))
+    return rows
 
 
 def last_readable_checkpoint(run_dir: Path, n_tasks: int,
@@ -583,13 +638,13 @@ def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader) ->
     approach = build_approach(plan, tasks, device)
     header = {**stored, **machine_provenance(str(device), str(torch.__version__), torch.version.cuda),
               "started_utc": utc_now()}
-    rows: list[dict[str, Any]] = []
+    if not checkpoint_path(plan.run_dir, 0).is_file():
+        raise ClbenchError(f"no checkpoint in {plan.run_dir / 'checkpoints'}: train the run first")
+    rows = _evaluate_stage(plan, approach, tasks, -1, None, header)  # at initialisation: the seeded network
     for stage in range(len(tasks)):
         if not checkpoint_path(plan.run_dir, stage).is_file():
             break
         approach.load_state(load_checkpoint(plan.run_dir, stage)["approach"])
         rows.extend(_evaluate_stage(plan, approach, tasks, stage, None, header))
-    if not rows:
-        raise ClbenchError(f"no checkpoint in {plan.run_dir / 'checkpoints'}: train the run first")
     _write_rows(plan, EVALUATION_FILE, rows)
     return rows

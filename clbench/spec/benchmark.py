@@ -77,6 +77,10 @@ class DataSpec:
         None, doc="seeded, stratified subsample of each task's training set (quick runs); null = all", minimum=10)
     max_test_samples: int | None = field(
         None, doc="seeded, stratified subsample of each task's test set (quick runs); null = all", minimum=10)
+    scenario: str = field("task", doc="task: the task id is given (one head per task, the paper's setting); "
+                                      "class: no task id, one output over every class seen so far (FACIL's "
+                                      "task-agnostic training: cross-entropy over the seen tasks' heads)",
+                          choices=("task", "class"), added=True)
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,14 @@ T = TypeVar("T")
 
 def field(default: Any = dataclasses.MISSING, *, doc: str, minimum: float | None = None,
           maximum: float | None = None, choices: tuple[Any, ...] | None = None,
-          above: float | None = None) -> Any:
-    """A dataclass field with a one-line description and optional range constraints (`above`: strictly greater)."""
-    metadata = {"doc": doc, "minimum": minimum, "maximum": maximum, "choices": choices, "above": above}
+          above: float | None = None, added: bool = False) -> Any:
+    """A dataclass field with a one-line description and optional range constraints (`above`: strictly greater).
+
+    `added`: the field came after results were stored; while it has its default it is left out of a run's
+    identity (`identity_dict`), so the config, data and reference hashes of stored results do not change.
+    """
+    metadata = {"doc": doc, "minimum": minimum, "maximum": maximum, "choices": choices, "above": above,
+                "added": added}
     if isinstance(default, (list, dict, set)):
         raise TypeError("mutable defaults are not allowed: use a tuple")
     return dataclasses.field(default=default, metadata=metadata)
@@ -128,6 +133,19 @@ def _type_error(key: str, source: str, value: Any, expected: str) -> SpecError:
 def to_dict(instance: Any) -> dict[str, Any]:
     """A dataclass as plain JSON-able data (tuples become lists)."""
     return json.loads(json.dumps(dataclasses.asdict(instance)))
+
+
+def identity_dict(instance: Any) -> dict[str, Any]:
+    """`to_dict(instance)` without the `added` fields that have their default (what a run's hashes are made of).
+
+    A field added later (e.g. `data.scenario`) changes no stored result's identity as long as it keeps its
+    default; a non-default value is part of the identity like any other field.
+    """
+    values = to_dict(instance)
+    for spec_field in dataclasses.fields(instance):
+        if spec_field.metadata.get("added") and getattr(instance, spec_field.name) == spec_field.default:
+            values.pop(spec_field.name)
+    return values
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

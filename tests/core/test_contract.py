@@ -34,9 +34,19 @@ def test_every_approach_fills_the_lower_triangle(method: str, network: str, tmp_
     spec = tiny_spec(network, training=FAST)
     [plan] = plan_runs(spec, [method], [0], tmp_path)
     outcome = execute(plan, device=torch.device("cpu"), loader=synthetic_loader(n_train=160, n_test=60))
-    matrix = accuracy_matrix(pd.DataFrame(outcome.rows))
+    frame = pd.DataFrame(outcome.rows)
+    learned = frame[(frame["evaluation"] == "task-aware") & (frame["task"] <= frame["stage"]) & (frame["stage"] >= 1)]
+    matrix = accuracy_matrix(learned)
     assert matrix.shape == (3, 3) and is_complete_matrix(matrix)
     assert np.isnan(matrix[np.triu_indices(3, 1)]).all()
+    assert frame["accuracy"].notna().all() and (frame["scenario"] == "task").all()
+    cls = REGISTRY[method]
+    evaluations = {"task-aware"} | ({"task-agnostic"} if not cls.needs_task_id else set())
+    assert set(frame["evaluation"]) == evaluations
+    for evaluation in evaluations:  # the whole matrix: stages 0..3 (0: at initialisation) x tasks 1..3
+        cells = set(zip(*frame.loc[frame["evaluation"] == evaluation, ["stage", "task"]].to_numpy().T))
+        whole = {(t, u) for t in range(4) for u in range(1, 4)}
+        assert cells == (whole if cls.predicts_unlearned_tasks else {(t, u) for t, u in whole if u <= t})
     if REGISTRY[method].__module__.startswith("clbench."):
         check_golden(f"{method}/{network}", golden_record(outcome))
 
@@ -47,7 +57,9 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "runs.json"
 def golden_record(outcome) -> dict:  # type: ignore[no-untyped-def]
     """What must not change for a built-in run: its identity hashes and every stored (stage, task) number."""
     plan = outcome.plan
-    rows = sorted(outcome.rows, key=lambda row: (row["stage"], row["task"]))
+    rows = sorted((row for row in outcome.rows  # the numbers of schema 1: task-aware, learned tasks
+                   if row["evaluation"] == "task-aware" and 1 <= row["task"] <= row["stage"]),
+                  key=lambda row: (row["stage"], row["task"]))
     return {"config_hash": plan.config_hash, "data_hash": plan.data_hash, "reference_hash": plan.reference_hash,
             "torch": torch.__version__,
             "rows": [[row["stage"], row["task"], row["accuracy"], row["loss"]] for row in rows]}

@@ -27,12 +27,18 @@ def test_accuracy_parquet_schema_and_provenance(tmp_path: Path) -> None:
     outcome = run(tmp_path)
     frame = pd.read_parquet(outcome.plan.run_dir / "accuracy.parquet")
     assert list(frame.columns) == COLUMNS
-    assert sorted(zip(frame["stage"], frame["task"])) == [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (3, 3)]
+    # every task at every stage (0: at initialisation), in both evaluations
+    whole = [(stage, task, evaluation) for stage in range(4) for task in (1, 2, 3)
+             for evaluation in ("task-agnostic", "task-aware")]
+    assert sorted(zip(frame["stage"], frame["task"], frame["evaluation"])) == whole
+    assert (frame["scenario"] == "task").all()
     assert frame["accuracy"].between(0, 1).all() and frame["loss"].notna().all()
     assert (frame["schema_version"] == SCHEMA_VERSION).all() and (frame["method"] == "sgd").all()
     assert frame["torch_version"].iloc[0] == torch.__version__ and frame["device"].iloc[0] == "cpu"
     assert frame["started_utc"].notna().all() and frame["finished_utc"].notna().all()
-    assert (frame["stage_epochs"] >= 1).all() and (frame["stage_train_seconds"] > 0).all()
+    trained, initial = frame[frame["stage"] >= 1], frame[frame["stage"] == 0]
+    assert (trained["stage_epochs"] >= 1).all() and (trained["stage_train_seconds"] > 0).all()
+    assert initial["stage_epochs"].isna().all() and initial["stage_train_seconds"].isna().all()
     info = read_run_file(outcome.plan.run_dir)
     assert info["status"] == "complete" and info["config_hash"] == frame["config_hash"].iloc[0]
     assert info["config"]["training"]["lr"] == 0.05
@@ -80,7 +86,7 @@ def test_failed_run_is_recorded_and_left_out(tmp_path: Path) -> None:
 def test_checkpoints_reproduce_the_accuracies(tmp_path: Path) -> None:
     outcome = run(tmp_path, method="sgd-f")
     checkpoint = load_checkpoint(outcome.plan.run_dir, 1)
-    assert checkpoint["stage"] == 1 and len(checkpoint["rows"]) == 3
+    assert checkpoint["stage"] == 1 and len(checkpoint["rows"]) == 3 * 3 * 2  # stages 0-2 x 3 tasks x 2 evaluations
     rows = reevaluate(outcome.plan, device=CPU, loader=synthetic_loader())
     assert [r["accuracy"] for r in rows] == [r["accuracy"] for r in outcome.rows]
     assert (outcome.plan.run_dir / "evaluation.parquet").is_file()

@@ -85,12 +85,17 @@ def test_each_old_task_is_scored_with_its_own_head_when_all_heads_have_the_same_
     approach.network.eval()
     _answers_class_u(approach.network)
 
-    right = evaluate_stage(approach, _all_labelled(tasks, lambda u: u), 2)
-    wrong = evaluate_stage(approach, _all_labelled(tasks, lambda u: (u + 1) % 3), 2)
+    right = _task_aware(evaluate_stage(approach, _all_labelled(tasks, lambda u: u), 2))
+    wrong = _task_aware(evaluate_stage(approach, _all_labelled(tasks, lambda u: (u + 1) % 3), 2))
 
-    assert [accuracy for accuracy, *_ in right] == [1.0, 1.0, 1.0]
-    assert [accuracy for accuracy, *_ in wrong] == [0.0, 0.0, 0.0]
-    assert [n for *_, n, _ in right] == [len(task.test) for task in tasks.tasks]
+    assert [result.accuracy for result in right] == [1.0, 1.0, 1.0]
+    assert [result.accuracy for result in wrong] == [0.0, 0.0, 0.0]
+    assert [result.n for result in right] == [len(task.test) for task in tasks.tasks]
+
+
+def _task_aware(evaluations: list) -> list:  # type: ignore[type-arg]
+    """The task-aware results of `evaluate_stage`'s (task, evaluation, result, seconds), in task order."""
+    return [result for _, evaluation, result, _ in evaluations if evaluation == "task-aware"]
 
 
 # ---------------------------------------------------------------- the lr schedule
@@ -122,7 +127,7 @@ BASE_DATA = DataSpec(kind="split", datasets=("mnist",), form="mnist28", classes_
                      max_test_samples=None)
 OTHER_VALUE = {"kind": "mixture", "datasets": ("mnist", "fashion-mnist"), "form": "image32", "classes_per_task": (2,),
                "remainder": "keep", "n_tasks": 3, "shuffle_tasks": True, "validation_fraction": 0.2,
-               "max_train_samples": 500, "max_test_samples": 100}
+               "max_train_samples": 500, "max_test_samples": 100, "scenario": "class"}
 
 
 def _with_data(data: DataSpec) -> BenchmarkSpec:
@@ -304,7 +309,7 @@ def test_ewc_merges_the_fisher_of_three_tasks_with_weights_t_over_t_plus_1(monke
     per_task = {0: 1.0, 1: 4.0, 2: 10.0}  # each task's own Fisher, the same value on every weight
     calls: list[int] = []
 
-    def fisher_of(network, parameters, data, task, batch_size, dropout):  # type: ignore[no-untyped-def]
+    def fisher_of(network, parameters, data, task, batch_size, dropout, seen=False):  # type: ignore[no-untyped-def]
         calls.append(task)
         assert data is tasks[task].train
         return {name: torch.full_like(value, per_task[task]) for name, value in parameters.items()}
@@ -336,13 +341,25 @@ def test_merge_fisher_at_the_third_task_by_hand() -> None:
 WEAK_SPEC = tiny_spec("mlp", training=replace(TINY_TRAINING, lr=0.002, max_epochs=1))  # accuracies below 1
 
 
-def _mlp_accuracy(weights: dict[str, torch.Tensor], images: torch.Tensor, labels: torch.Tensor, head: int) -> int:
-    """Correct answers of the 2-hidden-layer ReLU MLP in `weights` with head `head`, written out by hand."""
+def _mlp_logits(weights: dict[str, torch.Tensor], images: torch.Tensor, head: int) -> torch.Tensor:
+    """Head `head`'s logits of the 2-hidden-layer ReLU MLP in `weights`, written out by hand."""
     x = (images.double().reshape(len(images), -1) / 255 - 0.2) / 0.3  # the synthetic data's mean 0.2, std 0.3
     for layer in (0, 1):
         x = torch.relu(x @ weights[f"layers.{layer}.weight"].double().T + weights[f"layers.{layer}.bias"].double())
-    logits = x @ weights[f"heads.{head}.weight"].double().T + weights[f"heads.{head}.bias"].double()
-    return int((logits.argmax(1) == labels).sum())
+    return x @ weights[f"heads.{head}.weight"].double().T + weights[f"heads.{head}.bias"].double()
+
+
+def _mlp_accuracy(weights: dict[str, torch.Tensor], images: torch.Tensor, labels: torch.Tensor, head: int) -> int:
+    """Correct answers of the MLP in `weights` with head `head`."""
+    return int((_mlp_logits(weights, images, head).argmax(1) == labels).sum())
+
+
+def _mlp_agnostic_correct(weights: dict[str, torch.Tensor], images: torch.Tensor, labels: torch.Tensor, task: int,
+                          head_sizes: tuple[int, ...], n_candidates: int) -> int:
+    """Correct answers without the task id: argmax over heads 0..n_candidates-1 side by side, against the label's
+    place among them (task `task`'s classes start after the classes of the tasks before it)."""
+    logits = torch.cat([_mlp_logits(weights, images, head) for head in range(n_candidates)], dim=1)
+    return int((logits.argmax(1) == labels + sum(head_sizes[:task])).sum())
 
 
 def test_stored_accuracies_are_those_of_each_stage_checkpoint_on_each_task(tmp_path: Path) -> None:
@@ -359,7 +376,32 @@ def test_stored_accuracies_are_those_of_each_stage_checkpoint_on_each_task(tmp_p
             correct = _mlp_accuracy(weights, test.images, test.labels, task)
             expected.append((stage + 1, task + 1, tasks[task].name, correct / len(test), len(test)))
 
-    got = list(stored[["stage", "task", "task_name", "accuracy", "n_test"]].itertuples(index=False, name=None))
+    learned = stored[(stored["evaluation"] == "task-aware") & (stored["task"] <= stored["stage"])
+                     & (stored["stage"] >= 1)]
+    got = list(learned[["stage", "task", "task_name", "accuracy", "n_test"]].itertuples(index=False, name=None))
     assert [row[:3] + (row[4],) for row in got] == [row[:3] + (row[4],) for row in expected]
     assert [row[3] for row in got] == pytest.approx([row[3] for row in expected], abs=1e-9)
     assert len({row[3] for row in expected}) > 2  # the accuracies differ: a mix-up of stages or tasks shows
+
+
+def test_stored_task_agnostic_accuracies_are_the_argmax_over_the_candidate_heads(tmp_path: Path) -> None:
+    [plan] = plan_runs(WEAK_SPEC, ["sgd"], [0], tmp_path)
+    execute(plan, device=torch.device("cpu"), loader=synthetic_loader())
+    stored = pd.read_parquet(plan.run_dir / "accuracy.parquet")
+    stored = stored[(stored["evaluation"] == "task-agnostic") & (stored["stage"] >= 1)]
+    tasks = tiny_tasks(WEAK_SPEC)
+    assert len(set(tasks.head_sizes)) > 1  # heads of different sizes: a wrong class offset shows
+
+    expected = {}
+    for stage in range(3):  # stage 0 needs the initial weights, which no checkpoint holds
+        weights = load_checkpoint(plan.run_dir, stage)["approach"]["network"]
+        for task in range(3):  # the candidates: the classes of tasks 0..max(stage, task)
+            test = tasks[task].test
+            correct = _mlp_agnostic_correct(weights, test.images, test.labels, task, tasks.head_sizes,
+                                            max(stage, task) + 1)
+            expected[(stage + 1, task + 1)] = correct / len(test)
+
+    got = {(stage, task): accuracy for stage, task, accuracy in stored[["stage", "task", "accuracy"]].to_numpy()}
+    assert got.keys() == expected.keys()
+    assert [got[key] for key in sorted(got)] == pytest.approx([expected[key] for key in sorted(got)], abs=1e-9)
+    assert len(set(expected.values())) > 2

@@ -74,6 +74,7 @@ class Hat(Approach):
     name = "hat"
     monitoring_reporter = "clbench.approaches.hat.report:HatReporter"
     summary = "hard attention to the task (Serra et al. 2018)"
+    needs_task_id = True  # its prediction uses the task's attention masks: task-aware evaluation only
     hyperparameters_class = HatHyperparameters
     hparams: HatHyperparameters
     network: GatedNet

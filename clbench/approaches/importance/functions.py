@@ -100,8 +100,9 @@ def stiffness_rows(importance: Mapping[str, torch.Tensor], strength: float, lr: 
 
 # ---------------------------------------------------------------------------------------------- MAS
 def output_norm_gradients(network: nn.Module, parameters: Mapping[str, torch.Tensor], inputs: torch.Tensor,
-                          task: int) -> ParameterDict:
-    """Per-sample gradients of ||f(x)||^2 (squared L2 norm of task `task`'s output) w.r.t. `parameters`.
+                          task: int, seen: bool = False) -> ParameterDict:
+    """Per-sample gradients of ||f(x)||^2 (squared L2 norm of task `task`'s output; with `seen`, of the class
+    scenario's output over the classes of tasks 0..task) w.r.t. `parameters`.
 
     Returns name -> (B, *shape) tensors, one gradient per sample of `inputs` (B, ...), computed in one
     vectorised pass (`torch.func.vmap` over `torch.func.grad`); the network's other tensors are held fixed.
@@ -112,7 +113,8 @@ def output_norm_gradients(network: nn.Module, parameters: Mapping[str, torch.Ten
     names = list(parameters)
 
     def squared_norm(weights: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        output = functional_call(network, {**fixed, **weights}, (x.unsqueeze(0), task))  # (1, C)
+        arguments = (x.unsqueeze(0), task)
+        output = functional_call(network, {**fixed, **weights}, arguments, {"seen": True} if seen else None)  # (1, C)
         return output.pow(2).sum()
 
     weights = {name: parameters[name].detach() for name in names}
@@ -120,18 +122,20 @@ def output_norm_gradients(network: nn.Module, parameters: Mapping[str, torch.Ten
 
 
 def mas_importance(network: nn.Module, parameters: Mapping[str, torch.Tensor], data: LabelledData, task: int,
-                   batch_size: int) -> ParameterDict:
+                   batch_size: int, seen: bool = False) -> ParameterDict:
     """MAS importance (Aljundi et al. 2018, eq. 2 with the squared L2 norm): (1/N) sum_i |d ||f(x_i)||^2 / dtheta|.
 
-    f is task `task`'s output (the logits of its head) in eval mode; the labels are not used. `batch_size`
-    only chunks the per-sample gradients (memory: batch_size x the parameters); the network's mode is restored.
+    f is task `task`'s output (the logits of its head; with `seen`, the class scenario's output over every class
+    seen so far, as FACIL's mas.py takes the norm of all heads' outputs) in eval mode; the labels are not used.
+    `batch_size` only chunks the per-sample gradients (memory: batch_size x the parameters); the network's mode
+    is restored.
     """
     was_training = network.training
     network.eval()
     total = {name: torch.zeros_like(value) for name, value in parameters.items()}
     try:
         for chunk in data.batches(batch_size):
-            gradients = output_norm_gradients(network, parameters, data.batch(chunk).inputs, task)
+            gradients = output_norm_gradients(network, parameters, data.batch(chunk).inputs, task, seen)
             for name in total:
                 total[name] += gradients[name].abs().sum(0)
     finally:

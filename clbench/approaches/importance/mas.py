@@ -43,4 +43,4 @@ class MAS(ImportancePenalty):
 
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
         self.consolidate(mas_importance(self.network, self.body, tasks[stage].train, stage,
-                                        self.hparams.importance_batch_size))
+                                        self.hparams.importance_batch_size, seen=self.class_scenario))

@@ -66,6 +66,7 @@ class PackNet(Approach):
 
     name = "packnet"
     summary = "iterative pruning, one weight subset per task (Mallya & Lazebnik 2018)"
+    needs_task_id = True  # its prediction uses the task's weight mask: task-aware evaluation only
     monitoring_reporter = "clbench.approaches.packnet.report:PackNetReporter"
     hyperparameters_class = PackNetHyperparameters
     hparams: PackNetHyperparameters

@@ -137,6 +137,8 @@ class PathNetApproach(Approach):
 
     name = "pathnet"
     summary = "PathNet: evolved paths through M modules per layer, earlier paths frozen (Fernando et al. 2017)"
+    needs_task_id = True  # its prediction uses the task's path: task-aware evaluation only
+    predicts_unlearned_tasks = False  # an unlearned task has no path: no stage-0 or u > t rows
     hyperparameters_class = PathNetHyperparameters
     hparams: PathNetHyperparameters
 

@@ -54,6 +54,7 @@ class ProgressiveNetworks(Approach):
 
     name = "pnn"
     summary = "progressive networks: a new column per task with lateral adapters, older columns frozen"
+    needs_task_id = True  # its prediction uses the task's column: task-aware evaluation only
     hyperparameters_class = PNNHyperparameters
 
     def build_network(self) -> nn.Module:
