@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -121,10 +121,11 @@ class RunsOverview:
         plan, style = outcome.plan, STATUS_STYLE.get(outcome.status, "white")
         label = escape(run_label(plan))
         if outcome.status == "done":
-            last = [row["accuracy"] for row in outcome.rows if row["stage"] == max(r["stage"] for r in outcome.rows)]
+            means = final_means(outcome.rows)
             resumed = f", resumed after task {outcome.resumed_after_stage}" if outcome.resumed_after_stage else ""
             damaged = f"; damaged, so re-made: {escape('; '.join(outcome.damaged))}" if outcome.damaged else ""
-            return (f"[{style}]done[/] {label}: mean accuracy {100 * sum(last) / max(1, len(last)):.1f}% "
+            shown = ", ".join(f"{100 * mean:.1f}% {evaluation}" for evaluation, mean in means.items())
+            return (f"[{style}]done[/] {label}: mean accuracy {shown} "
                     f"({outcome.seconds:.0f} s{resumed}{damaged})")
         if outcome.status == "skipped":
             return f"[{style}]skipped[/] {label}: already finished ({escape(str(plan.run_dir))}); --force re-runs it"
@@ -132,3 +133,13 @@ class RunsOverview:
             return f"[{style}]running elsewhere[/] {label}: {escape(outcome.error or '')}; skipped here"
         return (f"[{style}]{outcome.status}[/] {label}: {escape(outcome.error or '')} "
                 f"(details in {escape(str(plan.run_dir / 'run.json'))})")
+
+
+def final_means(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The mean accuracy over every task after the last stage, per evaluation (task-aware first)."""
+    last = max((row["stage"] for row in rows), default=0)
+    by_evaluation: dict[str, list[float]] = {}
+    for row in rows:
+        if row["stage"] == last:
+            by_evaluation.setdefault(row.get("evaluation", "task-aware"), []).append(row["accuracy"])
+    return {name: sum(values) / len(values) for name, values in sorted(by_evaluation.items(), reverse=True)}

@@ -79,7 +79,7 @@ def test_the_class_scenario_loss_is_the_cross_entropy_over_every_class_seen_so_f
     logits = torch.cat([net.heads[0](features), net.heads[1](features)], dim=1)  # tasks 1 and 2: 4 + 4 classes
     assert tasks.head_sizes[:2] == (4, 4) and logits.shape[1] == 8
     by_hand = -functional.log_softmax(logits, 1)[torch.arange(16), batch.targets + 4].mean()
-    assert float(loss) == pytest.approx(float(by_hand), rel=1e-6)
+    assert loss.item() == pytest.approx(by_hand.item(), rel=1e-6)
     loss.backward()
     assert net.heads[0].weight.grad.abs().sum() > 0  # the old head competes for the sample
     assert net.heads[2].weight.grad is None  # a future task's classes are not among the candidates
