@@ -57,7 +57,8 @@ def test_scenario_task_keeps_the_hashes_of_results_stored_before_the_field_exist
     assert identity == [(p.config_hash, p.data_hash, p.reference_hash) for p in explicit]
     assert "scenario" not in default[0].config["data"]
     # measured with clbench at be35c4d, before `data.scenario` existed (`plan_runs` of the shipped mnist2)
-    assert identity == [("5ff51f1b4daa", "d41d58af454c", "a24228baeb90"), ("0619c1a58837", "d41d58af454c", "a24228baeb90")]
+    assert identity == [("5ff51f1b4daa", "d41d58af454c", "a24228baeb90"),
+                        ("0619c1a58837", "d41d58af454c", "a24228baeb90")]
     assert all(o.config_hash != d.config_hash and o.data_hash != d.data_hash for o, d in zip(other, default))
     assert other[0].config["data"]["scenario"] == "class"
 
