@@ -13,19 +13,31 @@ override only the hooks you need, all optional:
 - `begin_task(stage, tasks)`: before training task `stage` (0-based).
 - `training_data(stage, tasks) -> (train, valid)`: the `LabelledData` of a stage (default: the task's own).
 - `trainable_parameters(stage)`: what the optimiser updates (default: everything that requires a gradient).
-- `loss(batch: Batch, step: StepInfo) -> Tensor`: the mean training loss (default: cross-entropy on the
-  task's head plus `penalty(step.stage)`).
+- `loss(batch: Batch, step: StepInfo) -> Tensor`: the mean training loss (default: the scenario's
+  cross-entropy, `scenario_cross_entropy`, plus `penalty(step.stage)`).
 - `penalty(stage) -> Tensor | float`: a regulariser added to the training and validation loss (default 0).
 - `before_step(step)`: after backward, before clipping and the optimiser step (gradient conditioning).
 - `after_step(step)`: after the optimiser step (e.g. clamping).
 - `end_task(stage, tasks)`: after task `stage` is trained and its best weights restored.
-- `predict(inputs, task) -> logits`: evaluation (the network is in eval mode).
+- `predict(inputs, task) -> logits`: task-aware evaluation (the network is in eval mode).
+- `predict_classes(inputs, n_tasks) -> logits`: task-agnostic evaluation, over the classes of tasks
+  0..n_tasks-1 side by side (task t's at `context.class_offsets[t]`; default: the heads on `features`,
+  concatenated). An approach that overrides `predict` must override this too, or its runs store task-aware
+  rows only; set the class attribute `needs_task_id = True` when the prediction needs the task id (masks,
+  paths): then the class scenario trains it on its task's head too, and `report` shows "needs the task id".
 - `monitoring(stage, tasks) -> MonitoringTables`: named tables (lists of row dicts) stored as
   `<table>.parquet` in the run folder, with the run's identity columns and `stage` (1-based) added.
 - Checkpoints: `extra_state() -> dict` returns what the approach keeps besides the network (tensors, numbers,
   lists; anchors, Fisher, masks, random generators' states) and `load_extra_state(state)` restores it (move
   tensors with `tensors_to(state[...], self.device)`). A run is resumed from these after every task, so
   anything `end_task` computes must be in `extra_state`.
+
+Scenarios: `self.class_scenario` is True under `data.scenario: class` (no task id at test time).
+`self.scenario_cross_entropy(features, batch, stage, reduction)` is the loss of a batch in the run's scenario,
+also of a batch that mixes tasks (`batch.task_ids`, e.g. replayed samples with the current ones): each sample on
+its own head (task scenario) or over every class of tasks 0..stage (class scenario, targets from
+`class_targets(batch)`). A replay method builds such a batch with `LabelledData(images, labels, task_ids,
+transform, -1).batch(...)`, the transform being the tasks' own (`tasks[t].train.transform`).
 
 Useful attributes: `self.network`, `self.hparams` (your dataclass), `self.context` (`ApproachContext`: network
 and training specs, input shape, head sizes, device, seed; `self.context.generator(purpose)` is a seeded CPU

@@ -132,6 +132,27 @@ TASK_AGNOSTIC = "task-agnostic"
 ProgressCallback = Callable[[EpochLog], None]
 
 
+def multihead_loss(features: torch.Tensor, heads: torch.nn.ModuleList, batch: Batch, n_heads: int,
+                   reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy of each sample on its own task's head: (loss, number correct).
+
+    Every head is applied to every sample (heads are small) and the per-sample loss is picked by task id,
+    which avoids data-dependent indexing (no host-device sync).
+    """
+    assert batch.task_ids is not None
+    losses = torch.zeros_like(batch.targets, dtype=features.dtype)  # (B,)
+    correct = torch.zeros_like(batch.targets, dtype=torch.bool)  # (B,)
+    for task in range(n_heads):
+        logits = heads[task](features)  # (B, n_task)
+        mine = batch.task_ids == task  # (B,)
+        targets = torch.where(mine, batch.targets, torch.zeros_like(batch.targets))
+        task_losses = functional.cross_entropy(logits, targets, reduction="none")
+        losses = torch.where(mine, task_losses, losses)
+        correct = torch.where(mine, logits.argmax(1) == targets, correct)
+    loss = losses.mean() if reduction == "mean" else losses.sum()
+    return loss, correct.sum()
+
+
 class PlateauSchedule:
     """The paper's lr schedule and early stopping as a small state machine on validation losses."""
 
@@ -309,10 +330,13 @@ class Approach:
 
     def scenario_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,
                                reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
-        """(cross-entropy, number correct) of a single-task batch from the body's `features`: on the task's head
-        in the task scenario, over every class seen so far in the class scenario (`class_cross_entropy`)."""
+        """(cross-entropy, number correct) of a batch from the body's `features`, in the run's scenario: each
+        sample on its own task's head in the task scenario, over every class of tasks 0..stage in the class
+        scenario (`class_cross_entropy`). The batch may mix tasks (`batch.task_ids`: joint training, replay)."""
         if self.class_scenario:
             return self.class_cross_entropy(features, batch, stage, reduction)
+        if batch.task_ids is not None:
+            return multihead_loss(features, self.multihead.heads, batch, stage + 1, reduction)
         logits = self.multihead.heads[batch.task](features)  # (B, n_task)
         loss = functional.cross_entropy(logits, batch.targets, reduction=reduction)
         return loss, (logits.argmax(1) == batch.targets).sum()

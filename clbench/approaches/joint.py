@@ -8,31 +8,9 @@ matrix is the multitask reference for every approach at stage t.
 from __future__ import annotations
 
 import torch
-from torch.nn import functional
 
 from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, tensors_to
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
-
-
-def multihead_loss(features: torch.Tensor, heads: torch.nn.ModuleList, batch: Batch, n_heads: int,
-                   reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
-    """Cross-entropy of each sample on its own task's head: (loss, number correct).
-
-    Every head is applied to every sample (heads are small) and the per-sample loss is picked by task id,
-    which avoids data-dependent indexing (no host-device sync).
-    """
-    assert batch.task_ids is not None
-    losses = torch.zeros_like(batch.targets, dtype=features.dtype)  # (B,)
-    correct = torch.zeros_like(batch.targets, dtype=torch.bool)  # (B,)
-    for task in range(n_heads):
-        logits = heads[task](features)  # (B, n_task)
-        mine = batch.task_ids == task  # (B,)
-        targets = torch.where(mine, batch.targets, torch.zeros_like(batch.targets))
-        task_losses = functional.cross_entropy(logits, targets, reduction="none")
-        losses = torch.where(mine, task_losses, losses)
-        correct = torch.where(mine, logits.argmax(1) == targets, correct)
-    loss = losses.mean() if reduction == "mean" else losses.sum()
-    return loss, correct.sum()
 
 
 class Joint(Approach):
@@ -55,16 +33,10 @@ class Joint(Approach):
                 LabelledData.concatenate([task.valid for task in seen]))
 
     def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
-        features = self.multihead.features(batch.inputs)
-        if self.class_scenario:
-            return self.class_cross_entropy(features, batch, step.stage)[0]
-        return multihead_loss(features, self.multihead.heads, batch, step.stage + 1)[0]
+        return self.scenario_cross_entropy(self.multihead.features(batch.inputs), batch, step.stage)[0]
 
     def validation_loss(self, batch: Batch, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
-        features = self.multihead.features(batch.inputs)
-        if self.class_scenario:
-            return self.class_cross_entropy(features, batch, stage, reduction="sum")
-        return multihead_loss(features, self.multihead.heads, batch, stage + 1, reduction="sum")
+        return self.scenario_cross_entropy(self.multihead.features(batch.inputs), batch, stage, reduction="sum")
 
     def extra_state(self) -> dict[str, object]:
         return {"initial_weights": self.initial_weights}
