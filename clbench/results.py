@@ -32,7 +32,8 @@ from clbench.errors import ResultsError
 
 SCHEMA_VERSION = 2
 # 1: task-aware rows of stages 1..T, tasks u <= t. 2: adds `evaluation` (task-aware / task-agnostic) and
-# `scenario` (task / class), the stage-0 rows (at initialisation) and every task at every stage.
+# `scenario` (task / class), the stage-0 rows (at initialisation) and every task at every stage, and the memory
+# the approach kept after the stage (`memory_samples`, `memory_bytes`: `Approach.memory_usage`).
 READABLE_SCHEMA_VERSIONS = (1, 2)
 EVALUATIONS = ("task-aware", "task-agnostic")
 SCENARIOS = ("task", "class")
@@ -45,6 +46,7 @@ COLUMNS = [
     "schema_version", *IDENTITY_COLUMNS, "reference_hash", "hyperparameters", "overrides", "approach_origin",
     "scenario", "evaluation", "stage", "task", "task_name", "accuracy", "loss", "n_test",
     "stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds", "stage_eval_seconds",
+    "memory_samples", "memory_bytes",
     "clbench_version", "git_commit", "torch_version", "cuda_version", "device", "hostname",
     "started_utc", "finished_utc",
 ]

@@ -405,6 +405,16 @@ class Approach:
         """Approach state besides the network that a checkpoint must keep (masks, Fisher, old models...)."""
         return {}
 
+    def memory_usage(self) -> tuple[int, int]:
+        """(samples kept, bytes kept besides the network) after a task: what the approach stores to remember
+        earlier tasks, reported so that methods can be compared at equal memory.
+
+        Default: no samples, and the bytes of every tensor in `extra_state()` (EWC's Fisher and anchor, HAT's
+        masks, PackNet's owners, LwF's previous network, a replay buffer) except random generators' states.
+        A replay approach returns its buffer's sample count.
+        """
+        return 0, tensor_bytes(self.extra_state())
+
     def load_extra_state(self, state: dict[str, Any]) -> None:
         """Restore what `extra_state` returned."""
 
@@ -557,6 +567,17 @@ class Approach:
         """The network as a MultiHeadNet (for approaches that need `features` and `heads`)."""
         assert isinstance(self.network, MultiHeadNet)
         return self.network
+
+
+def tensor_bytes(state: Any) -> int:
+    """Bytes of the tensors in a nest of dicts, lists and tuples (keys naming a `generator` left out)."""
+    if isinstance(state, torch.Tensor):
+        return state.numel() * state.element_size()
+    if isinstance(state, dict):
+        return sum(tensor_bytes(value) for key, value in state.items() if "generator" not in str(key))
+    if isinstance(state, (list, tuple)):
+        return sum(tensor_bytes(value) for value in state)
+    return 0
 
 
 def compile_network(network: nn.Module) -> None:

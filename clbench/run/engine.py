@@ -468,7 +468,8 @@ def _evaluate_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stag
                     header: dict[str, Any]) -> list[dict[str, Any]]:
     evaluations = evaluate_stage(approach, tasks, stage)
     eval_seconds = sum(seconds for *_, seconds in evaluations)
-    return [accuracy_row(plan, header, stage, task, tasks[task].name, name, result, task_log, eval_seconds)
+    memory = approach.memory_usage() if stage >= 0 else (0, 0)
+    return [accuracy_row(plan, header, stage, task, tasks[task].name, name, result, task_log, eval_seconds, memory)
             for task, name, result, _ in evaluations]
 
 
@@ -482,7 +483,8 @@ def _write_rows(plan: RunPlan, file_name: str, rows: list[dict[str, Any]]) -> st
 
 
 def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, task_name: str, evaluation: str,
-                 result: Evaluation, task_log: TaskLog | None, eval_seconds: float) -> dict[str, Any]:
+                 result: Evaluation, task_log: TaskLog | None, eval_seconds: float,
+                 memory: tuple[int, int] = (0, 0)) -> dict[str, Any]:
     """One long-format result row (`stage` 0-based here, -1 at initialisation; stored 1-based, 0 at
     initialisation; `task` 0-based here, stored 1-based)."""
 
@@ -500,6 +502,7 @@ def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, t
         "stage_best_epoch": task_log.best_epoch if task_log else None,
         "stage_batches": task_log.batches if task_log else None,
         "stage_train_seconds": task_log.seconds if task_log else None, "stage_eval_seconds": eval_seconds,
+        "memory_samples": int(memory[0]), "memory_bytes": int(memory[1]),
         **{key: header[key] for key in ("clbench_version", "git_commit", "torch_version", "cuda_version",
                                          "device", "hostname", "started_utc")},
         "finished_utc": None,

@@ -160,3 +160,14 @@ def test_a_checkpoint_that_misses_a_stage_is_refused(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="does not hold stages 0..2"):
         execute(outcome.plan, device=CPU, loader=synthetic_loader(n_train=160, n_test=60))
     assert save_checkpoint  # the writer is the engine's own
+
+
+def test_every_row_records_the_memory_the_approach_kept_after_its_stage(tmp_path: Path) -> None:
+    ewc = pd.DataFrame(run(tmp_path / "ewc", "ewc", "task").rows)
+    sgd = pd.DataFrame(run(tmp_path / "sgd", "sgd", "task").rows)
+    # EWC keeps a Fisher and an anchor of every parameter: 2 x 4 bytes per float32 parameter, from task 1 on
+    n_parameters = sum(p.numel() for p in make_approach("ewc", tiny_spec("mlp"), tiny_tasks(tiny_spec("mlp")))
+                       .network.parameters())
+    assert set(ewc.loc[ewc["stage"] >= 1, "memory_bytes"]) == {2 * 4 * n_parameters}
+    assert set(ewc.loc[ewc["stage"] == 0, "memory_bytes"]) == {0}
+    assert set(sgd["memory_bytes"]) == {0} and set(ewc["memory_samples"]) == {0}
