@@ -31,6 +31,7 @@ class ReportRequest:
     plot: Path | None
     monitoring: bool = False
     paper: bool = False
+    evaluation: str = "task-aware"
 
 
 @handle_errors
@@ -49,8 +50,11 @@ def report(
                              "smax x c sensitivity."),
     fmt: str = typer.Option("markdown", "--format", help="markdown, csv, latex or html."),
     metric: str = typer.Option("forgetting-ratio", "--metric", help="forgetting-ratio, accuracy, bwt, forgetting, "
-                               "intransigence, learning-accuracy or fwt (fwt needs stage-0 rows not stored yet: "
-                               "refused). See the README's Report section for each definition."),
+                               "intransigence, learning-accuracy or fwt. See the README's Report section for each "
+                               "definition."),
+    evaluation: str = typer.Option("task-aware", "--evaluation", help="task-aware (the task's own head: the task "
+                                   "id given, the paper's numbers) or task-agnostic (argmax over every class seen "
+                                   "so far, no task id)."),
     ci: bool = typer.Option(False, "--ci", help="Cells as mean ± half-width of the Student-t 95% confidence "
                             "interval instead of mean (std)."),
     references: bool = typer.Option(False, "--references", help="Also list joint and random as rows."),
@@ -72,9 +76,11 @@ def report(
         raise ClbenchError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
     if metric in UNAVAILABLE_METRICS:
         raise ClbenchError(f"--metric {metric}: {UNAVAILABLE_METRICS[metric]}")
+    if evaluation not in ("task-aware", "task-agnostic"):
+        raise ClbenchError(f"--evaluation {evaluation!r}: use task-aware or task-agnostic")
     others = summary or time or hat or monitoring or paper
     request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
-                            references, parse_seeds(seeds) if seeds else None, plot, monitoring, paper)
+                            references, parse_seeds(seeds) if seeds else None, plot, monitoring, paper, evaluation)
     text, figures = run_report(results, benchmark, request)
     if output is not None:
         output.write_text(text)
@@ -131,7 +137,8 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
     from clbench import report as tables
     from clbench.approaches.hat import report as hat_report
 
-    loaded = tables.load_results(results, name, request.seeds, spec_argument=spec_argument)
+    loaded = tables.load_results(results, name, request.seeds, spec_argument=spec_argument,
+                                 evaluation=request.evaluation)
     fmt, ci = request.fmt, request.ci
     sections = []
     main = None

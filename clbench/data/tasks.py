@@ -29,7 +29,8 @@ class Batch:
     inputs: torch.Tensor  # (B, C, H, W) float, or (B, D) for flattened inputs
     targets: torch.Tensor  # (B,) int64, class index within the task
     task: int  # the task of every sample, or -1 when `task_ids` is set
-    task_ids: torch.Tensor | None = None  # (B,) int64, per-sample task (joint training only)
+    task_ids: torch.Tensor | None = None  # (B,) int64, per-sample task (joint training, replay)
+    images: torch.Tensor | None = None  # (B, C, H, W) uint8: the samples as stored (what a replay buffer keeps)
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,9 @@ class LabelledData:
         """The samples at `indices`: a slice (views) or a 1-D index tensor on the data's device (gathered)."""
         images, labels = _take(self.images, indices), _take(self.labels, indices)
         if self.task >= 0:
-            return Batch(self.transform(images, self.task), labels, self.task)
+            return Batch(self.transform(images, self.task), labels, self.task, images=images)
         task_ids = _take(self.task_ids, indices)
-        return Batch(self.transform(images, task_ids), labels, -1, task_ids)
+        return Batch(self.transform(images, task_ids), labels, -1, task_ids, images)
 
     def batches(self, batch_size: int) -> list[slice]:
         """Contiguous slices covering the data in order (evaluation)."""

@@ -18,6 +18,7 @@ from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.results import (
     ACCURACY_FILE,
+    EVALUATIONS,
     READABLE_SCHEMA_VERSIONS,
     RUN_FILE,
     DamagedFileError,
@@ -41,12 +42,14 @@ READ_COLUMNS = (
     ("reference_hash", "string"),
     ("hyperparameters", "string"), ("overrides", "string"), ("stage", "int64"), ("task", "int64"),
     ("task_name", "string"), ("accuracy", "double"), ("stage_epochs", "double"), ("stage_batches", "double"),
-    ("stage_train_seconds", "double"), ("device", "string"),
+    ("stage_train_seconds", "double"), ("device", "string"), ("scenario", "string"), ("evaluation", "string"),
+    ("memory_samples", "double"), ("memory_bytes", "double"),
 )
 
 
 IDENTITY = ("benchmark", "variant", "method", "seed", "config_hash", "data_hash", "reference_hash", "hyperparameters",
-            "overrides")
+            "overrides", "scenario", "schema_version")
+TASK_AWARE, TASK_AGNOSTIC = EVALUATIONS
 
 
 @dataclass
@@ -54,7 +57,10 @@ class Results:
     """One benchmark's stored runs, loaded once and shared by every table and plot.
 
     Attributes:
-        frame: accuracy rows of the finished runs (the `READ_COLUMNS`).
+        frame: the accuracy rows every metric is computed from (the `READ_COLUMNS`): the chosen `evaluation`,
+            learned tasks only (stages t >= 1, tasks u <= t).
+        rows: every accuracy row of the finished runs: both evaluations, stage 0 (at initialisation) and the
+            tasks not learned yet (u > t); schema-1 rows read as task-aware, scenario task.
         runs: one row per finished run, indexed by run id, with its identity columns plus `folder` (its run
             folder) and `label` (the row label of its approach and config in every table).
         matrices: the T x T accuracy matrix of every finished run, by run id.
@@ -81,6 +87,30 @@ class Results:
     seeds_present: tuple[int, ...] = ()
     run_files: dict[str, dict[str, Any]] = field(default_factory=dict)
     damaged: list[tuple[Path, str]] = field(default_factory=list)
+    rows: pd.DataFrame | None = None
+    evaluation: str = TASK_AWARE
+
+    def unmeasured(self, run_id: str) -> str | None:
+        """Why a finished run has no rows of the chosen evaluation, in a table cell's words; None if it has them."""
+        if run_id in self.matrices:
+            return None
+        if int(self.info[run_id]["schema_version"]) < 2:
+            return "not measured (stored before task-agnostic evaluation: re-run with --force)"
+        return "needs the task id"
+
+    def full_matrix(self, run_id: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(T x T matrix with the tasks not learned yet, length-T accuracies at initialisation) of a run in the
+        chosen evaluation, or None when it lacks the stage-0 rows (schema 1, PathNet, no such evaluation)."""
+        rows = self.rows if self.rows is not None else self.frame
+        own = rows[(rows["run_id"] == run_id) & (rows["evaluation"] == self.evaluation)]
+        size = int(own["task"].max()) if not own.empty else 0
+        if own.empty or int(own["stage"].max()) != size:
+            return None
+        cube = np.full((size + 1, size), np.nan)
+        cube[own["stage"].to_numpy(int), own["task"].to_numpy(int) - 1] = own["accuracy"].to_numpy(float)
+        if np.isnan(cube[0]).any():
+            return None
+        return cube[1:], cube[0]
 
     def run_file(self, run_id: str) -> dict[str, Any] | None:
         """The run.json of a finished run (read once by `load_results`), or None if it has none or it is damaged."""
@@ -208,11 +238,14 @@ def _pandas_dtype(kind: str) -> str:
 
 
 def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None = None,
-                 spec_argument: str | None = None) -> Results:
-    """Every run of one benchmark under `results_dir` (optionally only `seeds`), schema-checked.
+                 spec_argument: str | None = None, evaluation: str = TASK_AWARE) -> Results:
+    """Every run of one benchmark under `results_dir` (optionally only `seeds`), schema-checked; the metrics'
+    rows (`Results.frame`, `matrices`) are those of `evaluation` (task-aware or task-agnostic).
 
     `spec_argument`: the spec file the user named the benchmark by, if any (see `Results.spec_argument`).
     """
+    if evaluation not in EVALUATIONS:
+        raise ResultsError(f"--evaluation {evaluation!r}: use one of {', '.join(EVALUATIONS)}")
     root = _results_root(results_dir)
     folders = run_folders(root, benchmark)
     run_files, damaged = read_run_files([folder for folder, files in folders.items() if RUN_FILE in files])
@@ -221,6 +254,8 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     frame = read_parquet_files([folder / ACCURACY_FILE for folder in finished], READ_COLUMNS, damaged_files)
     damaged |= {path.parent: problem for path, problem in damaged_files.items()}
     _check_schema_versions(frame, root, benchmark)
+    frame["evaluation"] = frame["evaluation"].fillna(TASK_AWARE)  # schema 1: task-aware rows only
+    frame["scenario"] = frame["scenario"].fillna("task")
     incomplete = [_incomplete_run(run_files[str(folder)]) for folder, files in folders.items()
                   if ACCURACY_FILE not in files and str(folder) in run_files]
     present = tuple(sorted({int(seed) for seed in frame["seed"].unique()}
@@ -237,8 +272,11 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     runs["folder"] = [str(root / benchmark / run_id.split("/", 1)[-1]) for run_id in runs.index]
     files = {run_id: folders.get(Path(folder), set()) for run_id, folder in zip(runs.index, runs["folder"])}
     info = runs.to_dict("index")
-    return Results(root, benchmark, frame, runs, metrics.accuracy_matrices(frame), incomplete, files, info,
-                   spec_argument, None if seeds is None else tuple(seeds), present, run_files, sorted(damaged.items()))
+    learned = (frame["stage"] >= 1) & (frame["task"] <= frame["stage"]) & (frame["evaluation"] == evaluation)
+    chosen = frame[learned].reset_index(drop=True)
+    return Results(root, benchmark, chosen, runs, metrics.accuracy_matrices(chosen), incomplete, files, info,
+                   spec_argument, None if seeds is None else tuple(seeds), present, run_files, sorted(damaged.items()),
+                   frame, evaluation)
 
 
 def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> None:
@@ -304,10 +342,13 @@ def _config_description(row: Any) -> list[dict[str, Any]]:
     """(hyper-parameters, variant, overrides) of a config as dicts, in the order labels look at them."""
     hyperparameters = json.loads(row.hyperparameters) if isinstance(row.hyperparameters, str) else {}
     variant = getattr(row, "variant", None)
+    scenario = getattr(row, "scenario", None)
     overrides_text = getattr(row, "overrides", None)
     overrides = json.loads(overrides_text) if isinstance(overrides_text, str) else []
     settings = dict(item.split("=", 1) for item in overrides if "=" in item)
-    return [hyperparameters, {"variant": variant} if isinstance(variant, str) else {}, settings]
+    identity = {"scenario": scenario} if isinstance(scenario, str) else {}
+    identity |= {"variant": variant} if isinstance(variant, str) else {}
+    return [hyperparameters, identity, settings]
 
 
 def _differing(described: dict[str, list[dict[str, Any]]]) -> dict[str, list[tuple[str, Any]]]:

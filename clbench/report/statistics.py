@@ -27,11 +27,8 @@ METRIC_REFERENCES = {"forgetting-ratio": ("joint", "random"), "intransigence": (
 METRIC_SYMBOLS = {"forgetting-ratio": "rho", "accuracy": "A", "bwt": "BWT", "forgetting": "F",
                   "intransigence": "I", "learning-accuracy": "LA", "fwt": "FWT"}
 PERCENT_METRICS = ("accuracy", "bwt", "forgetting", "intransigence", "learning-accuracy", "fwt")
-# Metrics defined in `clbench.metrics` that today's results cannot give, with why (never a number).
-UNAVAILABLE_METRICS = {
-    "fwt": "forward transfer (Lopez-Paz & Ranzato 2017) needs every task's accuracy just before it is learned and "
-           "at initialisation (stage 0), which clbench does not store yet; no number is given",
-}
+# Metrics defined in `clbench.metrics` that no results can give, with why (never a number); none at present.
+UNAVAILABLE_METRICS: dict[str, str] = {}
 
 
 CONFIDENCE = 0.95
@@ -131,7 +128,7 @@ def reference_candidates(results: Results) -> dict[tuple[str, str, int], list[st
     found: dict[tuple[str, str, int], list[str]] = {}
     for run_id, run in results.info.items():
         method = run["method"]
-        if method in REFERENCES and _present(run[REFERENCE_KEYS[method]]) \
+        if method in REFERENCES and _present(run[REFERENCE_KEYS[method]]) and run_id in results.matrices \
                 and metrics.is_complete_matrix(results.matrices[run_id]):
             found.setdefault((method, run[REFERENCE_KEYS[method]], int(run["seed"])), []).append(run_id)
     return found
@@ -164,6 +161,10 @@ def match_reference(results: Results, candidates: dict[tuple[str, str, int], lis
 
 def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Results,
                 candidates: dict[tuple[str, str, int], list[str]], metric: str) -> np.ndarray | None:
+    unmeasured = results.unmeasured(run_id)
+    if unmeasured is not None:
+        notes.append(f"left out {run_id}: {results.evaluation}: {unmeasured}")
+        return None
     matrix = results.matrices[run_id]
     if not metrics.is_complete_matrix(matrix):
         notes.append(f"left out {run_id}: its accuracy matrix is incomplete (a stage or task is missing)")
@@ -172,6 +173,8 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
            "forgetting": metrics.forgetting_by_stage, "learning-accuracy": metrics.learning_accuracy}
     if metric in own:
         return own[metric](matrix)
+    if metric == "fwt":
+        return _forward_transfer(notes, run_id, results)
     seed = int(run["seed"])
     matched = {method: match_reference(results, candidates, method, run) for method in METRIC_REFERENCES[metric]}
     refused = [reason for _, reason in matched.values() if reason]
@@ -192,6 +195,17 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
     if metric == "intransigence":
         return metrics.intransigence(matrix, joint)
     return metrics.forgetting_ratio(matrix, joint, metrics.random_reference(matched["random"][0][:size, :size]))
+
+
+def _forward_transfer(notes: list[str], run_id: str, results: Results) -> np.ndarray | None:
+    """FWT^{<=t} of a run from its whole matrix and its stage-0 row, or None (with a note) without them."""
+    found = results.full_matrix(run_id)
+    if found is None:
+        notes.append(f"left out {run_id}: forward transfer needs the accuracies at initialisation (stage 0) and "
+                     f"before each task is learned, which this run did not store (results schema 1, or an approach "
+                     f"that cannot predict a task it has not learned, such as pathnet); re-run it with --force")
+        return None
+    return metrics.forward_transfer_by_stage(*found)
 
 
 def _reference_command(run: dict[str, Any], missing: Sequence[str], results: Results) -> str:

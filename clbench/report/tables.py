@@ -38,6 +38,8 @@ class Report:
     rows: list[tuple[str, list[Cell]]] = field(default_factory=list)
     seeds: dict[str, list[int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    evaluation: str = "task-aware"
+    unmeasured: dict[str, str] = field(default_factory=dict)  # label -> why it has no number ("needs the task id")
 
 
 def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ratio",
@@ -53,7 +55,7 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
     if metric not in METRICS:
         raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
     results = results if results is not None else load_results(results_dir, benchmark, seeds)
-    report = Report(benchmark, metric, [])
+    report = Report(benchmark, metric, [], evaluation=results.evaluation)
     report.notes += incomplete_notes(results)
     if results.frame.empty:
         chosen = f" with --seeds {format_seeds(results.seed_filter)}" if results.seed_filter is not None else ""
@@ -72,9 +74,21 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
         stacked = np.vstack([np.pad(c, (0, len(report.stages) - len(c)), constant_values=np.nan) for c in curves])
         report.rows.append((label, [summarize(stacked[:, i]) for i in range(stacked.shape[1])]))
     report.rows.sort(key=lambda row: (_sort_value(row[1][-1]), row[0]))
+    report.unmeasured = unmeasured_labels(results, keep, set(per_label))
     report.notes += seed_coverage_notes(report.seeds)
     report.notes += monitoring_table_notes(results)
     return report
+
+
+def unmeasured_labels(results: Results, include_references: bool, shown: set[str]) -> dict[str, str]:
+    """Label -> why its runs have no number in the chosen evaluation ("needs the task id", or stored before
+    task-agnostic evaluation), for the labels with no row in the table: shown as text, never as a number."""
+    found: dict[str, str] = {}
+    for run_id, run in results.info.items():
+        reason = results.unmeasured(run_id)
+        if reason and run["label"] not in shown and (include_references or run["method"] not in REFERENCES):
+            found.setdefault(run["label"], reason)
+    return dict(sorted(found.items()))
 
 
 def _sort_value(cell: Cell) -> float:
@@ -330,12 +344,18 @@ def header(report: Report) -> list[str]:
 
 
 def table_rows(report: Report, ci: bool = False) -> list[list[str]]:
-    return [[label, *[format_cell(cell, report.metric, ci) for cell in cells], str(len(report.seeds.get(label, [])))]
+    rows = [[label, *[format_cell(cell, report.metric, ci) for cell in cells], str(len(report.seeds.get(label, [])))]
             for label, cells in report.rows]
+    return rows + [[label, *[reason.split(" (")[0]] * len(report.stages), "-"]
+                   for label, reason in report.unmeasured.items()]
 
 
 def report_table(report: Report, ci: bool = False) -> Table:
-    return Table(header(report), table_rows(report, ci), notes=list(report.notes))
+    notes = list(report.notes)
+    if report.evaluation != "task-aware":
+        notes.insert(0, f"evaluation: {report.evaluation} (argmax over every class seen so far, no task id)")
+    notes += [f"{label}: {reason}" for label, reason in report.unmeasured.items() if "(" in reason]
+    return Table(header(report), table_rows(report, ci), notes=notes)
 
 
 def summary_table(summary: Summary, ci: bool = False) -> Table:

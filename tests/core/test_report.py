@@ -23,24 +23,32 @@ def write_run(results: Path, method: str, seed: int, matrix: list[list[float]], 
               hyperparameters: dict | None = None, data_hash: str = "d0", *, benchmark: str = "b",
               overrides: list[str] | None = None, variant: str | None = None,
               timing: tuple[float, int, int] | None = None, device: str = "cpu",
-              reference_hash: str | None = None) -> Path:
-    """An accuracy.parquet from a lower-triangular matrix; `timing` = (seconds, epochs, batches) per stage.
+              reference_hash: str | None = None, initial: list[float] | None = None,
+              agnostic: list[list[float]] | None = None, schema_version: int = SCHEMA_VERSION,
+              scenario: str | None = None) -> Path:
+    """An accuracy.parquet from a lower-triangular matrix (a row may go on above the diagonal: tasks not learned
+    yet); `timing` = (seconds, epochs, batches) per stage; `initial`: the stage-0 accuracies (at
+    initialisation); `agnostic`: the task-agnostic matrix (absent: task-aware rows only, as an approach that
+    needs the task id stores). Schema 1 files have no `evaluation` and `scenario` values.
 
     `reference_hash` (what a joint reference must share) defaults to one per data hash."""
-    rows = []
-    seconds, epochs, batches = timing if timing is not None else (None, None, None)
-    for t, row in enumerate(matrix):
-        for u, accuracy in enumerate(row[: t + 1]):
-            rows.append({column: None for column in COLUMNS} | {
-                "schema_version": SCHEMA_VERSION, "run_id": f"{benchmark}/{method}/{config_hash}/seed-{seed}",
-                "benchmark": benchmark, "variant": variant,
-                "method": method, "seed": seed, "config_hash": config_hash, "data_hash": data_hash,
+    identity = {"schema_version": schema_version, "run_id": f"{benchmark}/{method}/{config_hash}/seed-{seed}",
+                "benchmark": benchmark, "variant": variant, "method": method, "seed": seed,
+                "config_hash": config_hash, "data_hash": data_hash,
                 "reference_hash": f"r-{data_hash}" if reference_hash is None else reference_hash,
                 "hyperparameters": json.dumps(hyperparameters or {}, sort_keys=True),
                 "overrides": json.dumps(["data.max_train_samples=9"] if overrides is None else overrides),
-                "stage": t + 1, "task": u + 1, "task_name": f"t{u + 1}", "accuracy": accuracy, "loss": 0.0,
-                "stage_epochs": epochs, "stage_batches": batches, "stage_train_seconds": seconds,
-                "device": device})
+                "device": device, "scenario": (scenario or "task") if schema_version >= 2 else None}
+    seconds, epochs, batches = timing if timing is not None else (None, None, None)
+    rows = []
+    for evaluation, values in (("task-aware", matrix), ("task-agnostic", agnostic)):
+        stages = [*([(0, initial)] if initial is not None else []), *enumerate(values or [], start=1)]
+        for stage, row in stages:
+            rows += [{column: None for column in COLUMNS} | identity | {
+                "stage": stage, "task": u + 1, "task_name": f"t{u + 1}", "accuracy": accuracy, "loss": 0.0,
+                "stage_epochs": epochs if stage else None, "stage_batches": batches if stage else None,
+                "stage_train_seconds": seconds if stage else None,
+                "evaluation": evaluation if schema_version >= 2 else None} for u, accuracy in enumerate(row)]
     run_dir = run_directory(results, benchmark, method, config_hash, seed)
     write_parquet(run_dir / "accuracy.parquet", accuracy_frame(rows))
     return run_dir

@@ -13,8 +13,7 @@ from test_report import write_run
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.errors import ResultsError
-from clbench.report import build_report, render
+from clbench.report import build_report, load_results, render
 
 JOINT = [[0.95], [0.90, 0.90], [0.90, 0.85, 1.00]]
 RANDOM = [[0.5], [0.5, 0.5], [0.5, 0.5, 0.5]]
@@ -88,9 +87,29 @@ def test_markdown_headers_and_percent_cells(tmp_path: Path) -> None:
     assert "I<=1" in render(build_report(tmp_path, "b", "intransigence"), "markdown")
 
 
-def test_fwt_is_refused_never_a_number(tmp_path: Path) -> None:
-    with pytest.raises(ResultsError, match="stage 0"):
-        build_report(make_results(tmp_path), "b", "fwt")
+def test_fwt_table_by_hand(tmp_path: Path) -> None:
+    # rows go on above the diagonal (tasks not learned yet); `initial`: b_u, the stage-0 accuracies
+    # seed 0: FWT t2 = R[1, 2] - b2 = 0.30 - 0.20 = 0.10; t3 = mean(0.10, R[2, 3] - b3 = 0.50 - 0.30) = 0.15
+    write_run(tmp_path, "sgd", 0, [[0.9, 0.3, 0.2], [0.7, 0.8, 0.5], [0.6, 0.5, 0.95]], initial=[0.1, 0.2, 0.3])
+    # seed 1: t2 = 0.25 - 0.25 = 0; t3 = mean(0, 0.10 - 0.30) = -0.10
+    write_run(tmp_path, "sgd", 1, [[0.8, 0.25, 0.4], [0.8, 0.9, 0.1], [0.4, 0.7, 0.9]], initial=[0.5, 0.25, 0.3])
+    values = means(tmp_path, "fwt")
+    assert np.isnan(values[0]) and values[1:] == pytest.approx([(0.10 + 0.0) / 2, (0.15 - 0.10) / 2])
+
+
+def test_fwt_of_a_single_task_is_undefined(tmp_path: Path) -> None:
+    write_run(tmp_path, "sgd", 0, [[0.9]], initial=[0.1])
+    assert np.isnan(means(tmp_path, "fwt")).all()
+
+
+def test_fwt_of_runs_without_stage_0_rows_is_never_a_number(tmp_path: Path) -> None:
+    write_run(tmp_path, "sgd", 0, [[0.9], [0.7, 0.8]], schema_version=1)  # stored before the stage-0 rows
+    write_run(tmp_path, "lwf", 0, [[0.9, 0.2], [0.7, 0.8]])  # schema 2, but no stage 0 (as pathnet)
+    report = build_report(tmp_path, "b", "fwt")
+    assert report.rows == []
+    notes = " ".join(report.notes)
+    assert "b/sgd/c0/seed-0: forward transfer needs the accuracies at initialisation" in notes
+    assert "b/lwf/c0/seed-0: forward transfer needs" in notes
 
 
 def invoke(*arguments: str) -> tuple[int, str]:
@@ -113,11 +132,64 @@ def test_cli_metric_csv(tmp_path: Path, metric: str, expected: list[float]) -> N
     assert sgd["mean"].tolist() == pytest.approx(expected, nan_ok=True)
 
 
-def test_cli_fwt_exits_2_with_one_line(tmp_path: Path) -> None:
-    code, text = invoke("b", "--results", str(make_results(tmp_path)), "--metric", "fwt")
-    assert code == 2
-    lines = text.strip().splitlines()
-    assert len(lines) == 1 and "stage 0" in lines[0] and "no number" in lines[0]
+def test_cli_fwt_csv(tmp_path: Path) -> None:
+    write_run(tmp_path, "sgd", 0, [[0.9, 0.3], [0.7, 0.8]], initial=[0.1, 0.2])
+    code, text = invoke("b", "--results", str(tmp_path), "--metric", "fwt", "--format", "csv")
+    assert code == 0, text
+    assert pd.read_csv(io.StringIO(text))["mean"].tolist() == pytest.approx([np.nan, 0.1], nan_ok=True)
+
+
+# ------------------------------------------------------------------ the two evaluations
+
+def test_task_agnostic_accuracy_and_forgetting_ratio_by_hand(tmp_path: Path) -> None:
+    # task-agnostic rows of the approach and of both references (the class scenario's numbers)
+    write_run(tmp_path, "joint", 0, [[0.9], [0.8, 0.8]], agnostic=[[0.9], [0.7, 0.7]])
+    write_run(tmp_path, "random", 0, [[0.5], [0.5, 0.5]], agnostic=[[0.5], [0.25, 0.25]])
+    write_run(tmp_path, "sgd", 0, [[0.9], [0.8, 0.9]], agnostic=[[0.9], [0.0, 0.95]])
+    aware = dict(build_report(tmp_path, "b", "accuracy").rows)["sgd"]
+    agnostic = build_report(tmp_path, "b", "accuracy", results=load_results(tmp_path, "b", evaluation="task-agnostic"))
+    assert [cell.mean for cell in aware] == pytest.approx([0.9, 0.85])
+    assert [cell.mean for cell in dict(agnostic.rows)["sgd"]] == pytest.approx([0.9, 0.475])
+    # rho with A_R^u the mean of random's column over t >= u: task 1 (0.5 + 0.25) / 2 = 0.375, task 2 0.25
+    # t1: (0.9 - 0.375) / (0.9 - 0.375) - 1 = 0; t2: mean((0.0 - 0.375) / (0.7 - 0.375) - 1,
+    #                                                  (0.95 - 0.25) / (0.7 - 0.25) - 1)
+    expected = ((0.0 - 0.375) / (0.7 - 0.375) - 1 + (0.95 - 0.25) / (0.7 - 0.25) - 1) / 2
+    results = load_results(tmp_path, "b", evaluation="task-agnostic")
+    ratio = dict(build_report(tmp_path, "b", "forgetting-ratio", results=results).rows)["sgd"]
+    assert [cell.mean for cell in ratio] == pytest.approx([0.0, expected])
+
+
+def test_an_approach_that_needs_the_task_id_shows_so_never_a_number(tmp_path: Path) -> None:
+    write_run(tmp_path, "hat", 0, [[0.9], [0.8, 0.9]])  # schema 2, task-aware rows only
+    write_run(tmp_path, "sgd", 0, [[0.9], [0.8, 0.9]], schema_version=1)  # stored before the evaluations
+    write_run(tmp_path, "lwf", 0, [[0.9], [0.8, 0.9]], agnostic=[[0.9], [0.4, 0.9]])
+    code, text = invoke("b", "--results", str(tmp_path), "--metric", "accuracy", "--evaluation", "task-agnostic",
+                        "--format", "csv")
+    assert code == 0, text
+    assert pd.read_csv(io.StringIO(text))["approach"].tolist() == ["lwf", "lwf"]  # numbers only where measured
+    code, text = invoke("b", "--results", str(tmp_path), "--metric", "accuracy", "--evaluation", "task-agnostic")
+    assert code == 0, text
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    assert rows["hat"].count("needs the task id") == 2 and "%" not in rows["hat"]
+    assert rows["sgd"].count("not measured") == 2 and "re-run with --force" in text
+    assert "65.0" in rows["lwf"]
+    code, text = invoke("b", "--results", str(tmp_path), "--metric", "accuracy")
+    assert code == 0 and "needs the task id" not in text  # task-aware: every run has its numbers
+
+
+def test_a_wrong_evaluation_is_an_error_naming_the_choices(tmp_path: Path) -> None:
+    write_run(tmp_path, "sgd", 0, [[0.9]])
+    code, text = invoke("b", "--results", str(tmp_path), "--evaluation", "taskagnostic")
+    assert code == 2 and "task-aware or task-agnostic" in text
+
+
+def test_runs_of_the_two_scenarios_get_their_own_rows(tmp_path: Path) -> None:
+    write_run(tmp_path, "sgd", 0, [[0.9], [0.8, 0.9]], config_hash="c1", scenario="task",
+              overrides=[])
+    write_run(tmp_path, "sgd", 0, [[0.9], [0.4, 0.9]], config_hash="c2", scenario="class", overrides=[])
+    rows = dict(build_report(tmp_path, "b", "accuracy").rows)
+    assert [cell.mean for cell in rows["sgd (scenario=task)"]] == pytest.approx([0.9, 0.85])
+    assert [cell.mean for cell in rows["sgd (scenario=class)"]] == pytest.approx([0.9, 0.65])
 
 
 def test_cli_missing_joint_named_under_the_table(tmp_path: Path) -> None:
