@@ -119,12 +119,17 @@ def report_csv(report: Report, ci: bool = False) -> str:
 
 
 def summary_csv(summary: Summary, ci: bool = False) -> str:
-    """Tidy CSV: one row per (approach, quantity: accuracy | backward-transfer | forgetting), fractions."""
+    """Tidy CSV: one row per (approach, quantity: accuracy | backward-transfer | forgetting | learning-accuracy |
+    forward-transfer | intransigence as fractions, memory-bytes in bytes)."""
     records = [{"benchmark": summary.benchmark, "approach": row.label, "parameters": row.parameters,
                 "quantity": quantity, "stage": summary.stages, **_cell_columns(cell, ci)}
                for row in summary.rows for quantity, cell in (("accuracy", row.accuracy),
                                                                ("backward-transfer", row.backward_transfer),
-                                                               ("forgetting", row.forgetting))]
+                                                               ("forgetting", row.forgetting),
+                                                               ("learning-accuracy", row.learning_accuracy),
+                                                               ("forward-transfer", row.forward_transfer),
+                                                               ("intransigence", row.intransigence),
+                                                               ("memory-bytes", row.memory_bytes))]
     columns = ["benchmark", "approach", "parameters", "quantity", "stage", "mean", "std", "seeds"]
     frame = pd.DataFrame(records, columns=columns + (["ci95"] if ci else []))
     frame["parameters"] = frame["parameters"].astype("Int64")

@@ -75,6 +75,9 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
         report.rows.append((label, [summarize(stacked[:, i]) for i in range(stacked.shape[1])]))
     report.rows.sort(key=lambda row: (_sort_value(row[1][-1]), row[0]))
     report.unmeasured = unmeasured_labels(results, keep, set(per_label))
+    shown_as_text = {f"left out {run_id}: {results.evaluation}: " for run_id, run in results.info.items()
+                     if run["label"] in report.unmeasured}
+    report.notes = [note for note in report.notes if not any(note.startswith(text) for text in shown_as_text)]
     report.notes += seed_coverage_notes(report.seeds)
     report.notes += monitoring_table_notes(results)
     return report
@@ -167,6 +170,10 @@ class SummaryRow:
     backward_transfer: Cell
     forgetting: Cell
     seeds: list[int]
+    learning_accuracy: Cell = Cell(float("nan"), float("nan"), 0)
+    forward_transfer: Cell = Cell(float("nan"), float("nan"), 0)  # empty without stage-0 rows
+    intransigence: Cell = Cell(float("nan"), float("nan"), 0)  # empty without a matching joint reference
+    memory_bytes: Cell = Cell(float("nan"), float("nan"), 0)  # extra memory after the last task (schema 2)
 
 
 @dataclass
@@ -190,17 +197,30 @@ def build_summary(results: Results, include_references: bool = True) -> Summary:
             per_label.setdefault(run["label"], []).append(run_id)
     for label, run_ids in per_label.items():
         matrices = [results.matrices[run_id] for run_id in run_ids]
+        quiet: list[str] = []  # why a run has no FWT or I: said by `--metric fwt` / `--metric intransigence`
         summary.rows.append(SummaryRow(
             label, _parameter_count(results, run_ids, summary.notes),
             summarize(metrics.average_accuracy(m)[-1] for m in matrices),
             summarize(metrics.backward_transfer(m) for m in matrices),
             summarize(metrics.max_previous_forgetting(m) for m in matrices),
-            sorted(int(results.info[run_id]["seed"]) for run_id in run_ids)))
+            sorted(int(results.info[run_id]["seed"]) for run_id in run_ids),
+            summarize(metrics.learning_accuracy(m)[-1] for m in matrices),
+            summarize(curve[-1] for curve in run_values(results, "fwt", quiet, True, run_ids).values()),
+            summarize(curve[-1] for curve in run_values(results, "intransigence", quiet, True, run_ids).values()),
+            summarize(_last_memory(results, run_ids))))
         if len({m.shape[0] for m in matrices}) > 1:
             summary.notes.append(f"{label}: runs have different numbers of tasks; A^<=T is each run's last stage")
     summary.rows.sort(key=lambda row: (_sort_value(row.accuracy), row.label))
     summary.notes += seed_coverage_notes({row.label: row.seeds for row in summary.rows})
     return summary
+
+
+def _last_memory(results: Results, run_ids: Sequence[str]) -> list[float]:
+    """The bytes each run kept besides its network after its last task (`memory_bytes`; none in schema 1)."""
+    rows = results.rows if results.rows is not None else results.frame
+    chosen = rows[rows["run_id"].isin(list(run_ids))]
+    last = chosen[chosen["stage"] == chosen.groupby("run_id")["stage"].transform("max")]
+    return last.groupby("run_id")["memory_bytes"].first().dropna().tolist()
 
 
 def _parameter_count(results: Results, run_ids: Sequence[str], notes: list[str]) -> int | None:
@@ -361,9 +381,22 @@ def report_table(report: Report, ci: bool = False) -> Table:
 def summary_table(summary: Summary, ci: bool = False) -> Table:
     rows = [[row.label, format_parameters(row.parameters), format_cell(row.accuracy, "percent", ci),
              format_cell(row.backward_transfer, "percent", ci), format_cell(row.forgetting, "percent", ci),
+             format_cell(row.learning_accuracy, "percent", ci), format_cell(row.forward_transfer, "percent", ci),
+             format_cell(row.intransigence, "percent", ci), format_memory(row.memory_bytes),
              str(len(row.seeds))] for row in summary.rows]
-    head = ["approach", "parameters", f"A<={summary.stages}", "BWT", "forgetting", "seeds"]
+    head = ["approach", "parameters", f"A<={summary.stages}", "BWT", "forgetting", "LA", "FWT", "I", "memory",
+            "seeds"]
     return Table(head, rows, notes=list(summary.notes))
+
+
+def format_memory(cell: Cell) -> str:
+    """The mean extra memory of an approach: `1.2 MB`, `15.3 kB`, `0 B`; `–` when unknown (schema-1 runs)."""
+    if cell.n == 0:
+        return "–"
+    for unit, size in (("MB", 1e6), ("kB", 1e3)):
+        if cell.mean >= size:
+            return f"{cell.mean / size:.1f} {unit}"
+    return f"{cell.mean:.0f} B"
 
 
 def format_parameters(count: int | None) -> str:
