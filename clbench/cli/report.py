@@ -165,7 +165,14 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
 
         comparison = build_paper_comparison(results, name, results=loaded)
         sections.append((name, "paper", render_comparison(comparison, fmt)))
-    figures = _draw(request, main, hat)
+    other = None
+    if request.plot is not None and main is not None and loaded.rows is not None:
+        evaluations = set(loaded.rows["evaluation"].unique())
+        if {"task-aware", "task-agnostic"} <= evaluations:  # both evaluations in one figure
+            flipped = "task-agnostic" if request.evaluation == "task-aware" else "task-aware"
+            other = tables.build_report(results, name, request.metric, request.references, results=tables.load_results(
+                results, name, request.seeds, spec_argument=spec_argument, evaluation=flipped))
+    figures = _draw(request, main, hat, other)
     if request.monitoring:
         found, drawn = _monitoring_sections(loaded, name, request)
         sections += found
@@ -194,14 +201,16 @@ def _monitoring_sections(loaded: Results, name: str, request: ReportRequest) -> 
     return sections, figures
 
 
-def _draw(request: ReportRequest, main: Report | None, hat: HatReport | None) -> list[Path]:
-    """The figures, when --plot is given (matplotlib is imported only then)."""
+def _draw(request: ReportRequest, main: Report | None, hat: HatReport | None,
+          other: Report | None = None) -> list[Path]:
+    """The figures, when --plot is given (matplotlib is imported only then); `other`: the other evaluation's
+    table, drawn dashed in the same figure."""
     if request.plot is None or main is None:
         return []
     from clbench.approaches.hat import figures as hat_figures
     from clbench.report import figures as plots
 
-    figures = plots.plot_curves(main, request.plot, ci=request.ci)
+    figures = plots.plot_curves(main, request.plot, ci=request.ci, other=other)
     if hat is not None:
         figures += hat_figures.plot_hat(hat, request.plot)
     return figures

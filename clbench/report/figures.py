@@ -81,10 +81,12 @@ def curve_rows(report: Report, max_curves: int = MAX_CURVES) -> list[tuple[str, 
     return [row for row in report.rows if row[0] in chosen][-max_curves:]
 
 
-def plot_curves(report: Report, directory: Path, ci: bool = False) -> list[Path]:
+def plot_curves(report: Report, directory: Path, ci: bool = False, other: Report | None = None) -> list[Path]:
     """rho^{<=t} (or A^{<=t}) against t for every row of `report`, with a band of +- std (or the 95% CI).
 
     The paper's forgetting-curve figure (see `curve_rows` for grids); nothing is written for an empty report.
+    `other`: the same table in the other evaluation (task-aware / task-agnostic), drawn dashed in the same
+    colours, so both evaluations of every run are in one figure.
     """
     if not report.rows:
         return []
@@ -98,7 +100,13 @@ def plot_curves(report: Report, directory: Path, ci: bool = False) -> list[Path]
         spread = np.array([cell.half_width if ci else cell.std for cell in cells]) * scale
         spread = np.nan_to_num(spread)
         axes.fill_between(stages, mean - spread, mean + spread, color=palette[label], alpha=0.15, linewidth=0)
-        axes.plot(stages, mean, color=palette[label], marker="o", linewidth=2.2, label=label)
+        axes.plot(stages, mean, color=palette[label], marker="o", linewidth=2.2,
+                  label=f"{label} ({report.evaluation})" if other is not None else label)
+    for label, cells in dict(other.rows if other is not None else []).items():
+        if label in palette:
+            mean = np.array([cell.mean for cell in cells]) * scale
+            axes.plot(stages[: len(mean)], mean, color=palette[label], marker="s", linewidth=1.4, linestyle="--",
+                      label=f"{label} ({other.evaluation})")
     name = METRIC_SYMBOLS.get(report.metric, "A").replace("rho", r"\rho")
     symbol = rf"${name}^{{\leq t}}$" + (" [%]" if report.metric in PERCENT_METRICS else "")
     axes.set_xlabel("t (tasks learned)")

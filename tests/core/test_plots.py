@@ -120,3 +120,17 @@ def test_empty_report_draws_nothing(tmp_path: Path) -> None:
     write_run(tmp_path / "r", "sgd", 0, [[0.9]])
     assert plots.plot_curves(build_report(tmp_path / "r", "b"), tmp_path / "figures") == []  # no references
     assert not (tmp_path / "figures").exists()
+
+
+def test_the_curve_figure_draws_both_evaluations_when_the_runs_have_both(tmp_path: Path, monkeypatch) -> None:
+    write_run(tmp_path, "sgd", 0, [[0.9], [0.8, 0.9]], agnostic=[[0.9], [0.1, 0.9]])
+    write_run(tmp_path, "hat", 0, [[0.9], [0.9, 0.9]])  # needs the task id: no task-agnostic curve
+    drawn = []
+    monkeypatch.setattr(plots, "save", lambda figure, directory, name: drawn.append(figure) or [directory / name])
+    request = ReportRequest(True, False, False, False, "markdown", "accuracy", False, False, None, tmp_path / "p")
+    run_report(tmp_path, "b", request)
+    [figure] = drawn
+    lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
+    assert set(lines) == {"sgd (task-aware)", "hat (task-aware)", "sgd (task-agnostic)"}
+    assert lines["sgd (task-agnostic)"].get_linestyle() == "--"
+    assert list(lines["sgd (task-agnostic)"].get_ydata()) == pytest.approx([90.0, 50.0])
