@@ -16,8 +16,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 BUILTINS: dict[str, str] = {
+    "agem": "clbench.approaches.replay.agem:AGEM",
+    "derpp": "clbench.approaches.replay.derpp:DERPlusPlus",
+    "er": "clbench.approaches.replay.er:ExperienceReplay",
     "ewc": "clbench.approaches.ewc:EWC",
     "hat": "clbench.approaches.hat:Hat",
+    "icarl": "clbench.approaches.replay.icarl:ICaRL",
     "imm-mean": "clbench.approaches.imm:IMMMean",
     "imm-mode": "clbench.approaches.imm:IMMMode",
     "joint": "clbench.approaches.joint:Joint",

@@ -1,0 +1,98 @@
+"""`ReplayApproach`: an approach with a replay memory of `buffer_size` samples (the base of ER, A-GEM, DER++, iCaRL).
+
+The memory holds uint8 images, labels (class within its task) and task ids on the device, like the task data;
+a replayed batch is normalised by the tasks' own input transform and mixes tasks (`Batch.task_ids`), so its loss
+is `Approach.scenario_cross_entropy`: each sample on its own head in the task scenario, over every class seen so
+far in the class scenario. The memory and its random stream are in the checkpoints, so a resumed run draws the
+same samples. Its size is reported with every row (`memory_usage`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, tensor_bytes
+from clbench.approaches.replay.buffer import Memory, ReplayBuffer
+from clbench.data.tasks import Batch, InputTransform, LabelledData, TaskSequence
+from clbench.spec.fields import field
+
+
+@dataclass(frozen=True)
+class ReplayHyperparameters(Hyperparameters):
+    """What every replay approach has: the memory's size and how many of its samples a step replays."""
+
+    buffer_size: int = field(200, doc="samples kept in memory, over all tasks (Mammoth's buffer_size; the DER "
+                                      "paper's budgets: 200, 500, 5120)", minimum=1)
+    replay_batch_size: int = field(64, doc="memory samples replayed per training step (Mammoth's minibatch_size; "
+                                           "default: the protocol's batch size)", minimum=1)
+
+
+class ReplayApproach(Approach):
+    """Keeps a `ReplayBuffer`; subclasses decide what goes in and how replayed samples enter the loss."""
+
+    hyperparameters_class = ReplayHyperparameters
+    hparams: ReplayHyperparameters
+
+    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
+        super().__init__(context, hyperparameters)
+        self.buffer = ReplayBuffer(self.hparams.buffer_size, self.device)
+        self.replay_generator = context.generator("replay")
+        self.transform: InputTransform | None = None  # the tasks' input transform (set at `begin_task`)
+        self.pending: tuple[Batch, torch.Tensor | None] | None = None  # the step's batch, stored after the step
+
+    def begin_task(self, stage: int, tasks: TaskSequence) -> None:
+        self.transform = tasks[stage].train.transform
+
+    def as_batch(self, memory: Memory) -> Batch:
+        """Memory samples as a normalised batch of mixed tasks."""
+        assert self.transform is not None, "begin_task sets the input transform"
+        data = LabelledData(memory.images, memory.labels, memory.task_ids, self.transform, -1)
+        return data.batch(slice(None))
+
+    def replayed(self) -> tuple[Batch, Memory] | None:
+        """`replay_batch_size` samples drawn from the memory (None while it is empty)."""
+        if len(self.buffer) == 0:
+            return None
+        memory = self.buffer.sample(self.hparams.replay_batch_size, self.replay_generator)
+        return self.as_batch(memory), memory
+
+    @staticmethod
+    def task_ids(batch: Batch) -> torch.Tensor:
+        """Each sample's task: (B,)."""
+        if batch.task_ids is not None:
+            return batch.task_ids
+        return torch.full_like(batch.targets, batch.task)
+
+    def store(self, batch: Batch, logits: torch.Tensor | None = None) -> None:
+        """Offer a batch's samples (and logits) to the memory by reservoir sampling."""
+        assert batch.images is not None, "training batches carry their uint8 images"
+        self.buffer.add_reservoir(batch.images, batch.targets, self.task_ids(batch), self.replay_generator, logits)
+
+    def after_step(self, step: Any) -> None:
+        """Store the step's batch once the optimiser has stepped (Mammoth: `add_data` after `opt.step()`)."""
+        if self.pending is not None:
+            self.store(*self.pending)
+            self.pending = None
+
+    def memory_usage(self) -> tuple[int, int]:
+        return len(self.buffer), tensor_bytes(self.extra_state())
+
+    def extra_state(self) -> dict[str, Any]:
+        return {"buffer": self.buffer.state_dict(), "replay_generator": self.replay_generator.get_state()}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        if "buffer" in state:
+            self.buffer.load_state_dict(state["buffer"])
+        if "replay_generator" in state:
+            self.replay_generator.set_state(state["replay_generator"])
+
+
+def joined(first: Batch, second: Batch) -> Batch:
+    """Two batches as one batch of mixed tasks (inputs, targets, task ids and uint8 images concatenated)."""
+    images = (torch.cat([first.images, second.images]) if first.images is not None and second.images is not None
+              else None)
+    return Batch(torch.cat([first.inputs, second.inputs]), torch.cat([first.targets, second.targets]), -1,
+                 torch.cat([ReplayApproach.task_ids(first), ReplayApproach.task_ids(second)]), images)

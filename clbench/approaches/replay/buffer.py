@@ -1,0 +1,138 @@
+"""A replay memory kept on the device as tensors: uint8 images, labels, task ids and optionally logits.
+
+`add_reservoir` is Vitter's algorithm R as Chaudhry et al. (2019, "On tiny episodic memories in continual
+learning") and Mammoth (aimagelab/mammoth `utils/buffer.py`, `reservoir`) use it: the i-th sample of the stream
+(0-based) fills slot i while the memory is not full, else it replaces a uniformly drawn slot r in [0, i] when
+r < capacity (so each of n seen samples is kept with probability capacity / n). A batch is added in one
+vectorised step: the draws do not depend on the memory's content, so drawing them all at once and letting the
+last writer of a slot win gives exactly the sequential algorithm. `set_contents` replaces the memory (iCaRL's
+class-balanced exemplar sets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Samples taken from the memory: uint8 images (B, C, H, W), labels and task ids (B,), logits (B, K) or None."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    task_ids: torch.Tensor
+    logits: torch.Tensor | None
+
+
+class ReplayBuffer:
+    """At most `capacity` samples on `device` (total over all tasks: Mammoth's `buffer_size` convention)."""
+
+    def __init__(self, capacity: int, device: torch.device | str = "cpu") -> None:
+        if capacity < 1:
+            raise ValueError(f"a replay buffer needs a capacity of at least 1 sample, got {capacity}")
+        self.capacity = int(capacity)
+        self.device = torch.device(device)
+        self.images: torch.Tensor | None = None  # (capacity, C, H, W) uint8, allocated on the first add
+        self.labels = torch.zeros(self.capacity, dtype=torch.long, device=self.device)
+        self.task_ids = torch.zeros(self.capacity, dtype=torch.long, device=self.device)
+        self.logits: torch.Tensor | None = None  # (capacity, K), when samples come with logits
+        self.size = 0  # filled slots
+        self.seen = 0  # samples offered to `add_reservoir` so far
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _allocate(self, images: torch.Tensor, logits: torch.Tensor | None) -> None:
+        if self.images is None:
+            self.images = torch.zeros((self.capacity, *images.shape[1:]), dtype=images.dtype, device=self.device)
+        if logits is not None and self.logits is None:
+            self.logits = torch.zeros((self.capacity, logits.shape[1]), dtype=logits.dtype, device=self.device)
+
+    def reservoir_slots(self, n: int, generator: torch.Generator) -> torch.Tensor:
+        """The slot of each of the next `n` stream samples (capacity: not kept), from one draw per sample."""
+        index = torch.arange(self.seen, self.seen + n, dtype=torch.long)  # stream positions i
+        draws = (torch.rand(n, generator=generator, dtype=torch.float64) * (index + 1)).long()  # r in [0, i]
+        return torch.where(index < self.capacity, index, draws).clamp_(max=self.capacity)
+
+    def add_reservoir(self, images: torch.Tensor, labels: torch.Tensor, task_ids: torch.Tensor,
+                      generator: torch.Generator, logits: torch.Tensor | None = None) -> None:
+        """Offer a batch to the memory by reservoir sampling (see the module docstring)."""
+        n = int(labels.shape[0])
+        if n == 0:
+            return
+        self._allocate(images, logits)
+        slots = self.reservoir_slots(n, generator)
+        kept = slots < self.capacity
+        # the last sample written to a slot wins, as in the sequential algorithm
+        writer = torch.full((self.capacity,), -1, dtype=torch.long)
+        writer.scatter_reduce_(0, slots[kept], torch.arange(n)[kept], reduce="amax")
+        targets = torch.nonzero(writer >= 0).squeeze(1)
+        sources = writer[targets]
+        self._write(targets.to(self.device), sources.to(images.device), images, labels, task_ids, logits)
+        self.seen += n
+        self.size = min(self.capacity, self.seen)
+
+    def _write(self, targets: torch.Tensor, sources: torch.Tensor, images: torch.Tensor, labels: torch.Tensor,
+               task_ids: torch.Tensor, logits: torch.Tensor | None) -> None:
+        assert self.images is not None
+        self.images[targets] = images.index_select(0, sources).to(self.device)
+        self.labels[targets] = labels.index_select(0, sources).to(self.device)
+        self.task_ids[targets] = task_ids.index_select(0, sources).to(self.device)
+        if logits is not None and self.logits is not None:
+            self.logits[targets] = logits.index_select(0, sources).to(self.device, self.logits.dtype)
+
+    def set_contents(self, images: torch.Tensor, labels: torch.Tensor, task_ids: torch.Tensor) -> None:
+        """Replace the memory by these samples (at most `capacity`), in this order."""
+        n = int(labels.shape[0])
+        if n > self.capacity:
+            raise ValueError(f"{n} samples do not fit a replay buffer of {self.capacity}")
+        if n:
+            self._allocate(images, None)
+            order = torch.arange(n, device=self.device)
+            self._write(order, torch.arange(n, device=images.device), images, labels, task_ids, None)
+        self.size = n
+        self.seen = max(self.seen, n)
+
+    def contents(self) -> Memory:
+        """Every stored sample, in slot order."""
+        assert self.images is not None or self.size == 0
+        images = self.images[: self.size] if self.images is not None else torch.zeros(0, dtype=torch.uint8)
+        logits = self.logits[: self.size] if self.logits is not None else None
+        return Memory(images, self.labels[: self.size], self.task_ids[: self.size], logits)
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> Memory:
+        """`batch_size` samples drawn uniformly without replacement (all of them when fewer are stored)."""
+        chosen = torch.randperm(self.size, generator=generator)[:batch_size].to(self.device)
+        assert self.images is not None
+        logits = self.logits.index_select(0, chosen) if self.logits is not None else None
+        return Memory(self.images.index_select(0, chosen), self.labels.index_select(0, chosen),
+                      self.task_ids.index_select(0, chosen), logits)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the stored samples (images, labels, task ids, logits of the filled slots)."""
+        stored = self.contents()
+        tensors = [stored.images, stored.labels, stored.task_ids] + ([stored.logits] if stored.logits is not None
+                                                                     else [])
+        return sum(tensor.numel() * tensor.element_size() for tensor in tensors)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The filled part and the counters (what a checkpoint keeps)."""
+        stored = self.contents()
+        return {"capacity": self.capacity, "seen": self.seen, "images": stored.images, "labels": stored.labels,
+                "task_ids": stored.task_ids, **({"logits": stored.logits} if stored.logits is not None else {})}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if int(state["capacity"]) != self.capacity:
+            raise ValueError(f"a buffer of {state['capacity']} samples cannot be loaded into one of {self.capacity}")
+        n = int(state["labels"].shape[0])
+        self.images, self.logits = None, None
+        if n:
+            self._allocate(state["images"], state.get("logits"))
+            order = torch.arange(n, device=self.device)
+            self._write(order, torch.arange(n), state["images"], state["labels"], state["task_ids"],
+                        state.get("logits"))
+        self.size, self.seen = n, int(state["seen"])

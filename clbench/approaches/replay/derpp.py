@@ -1,0 +1,60 @@
+"""DER++: dark experience replay (Buzzega, Boschini, Porrello, Abati & Calderara 2020, NeurIPS).
+
+The memory keeps each sample with the logits the network gave it when it was stored (reservoir sampling of
+every step's batch, after the step). The loss of a step is the current batch's cross-entropy, plus alpha times
+the mean squared error between the network's logits on a memory batch and the stored ones, plus beta times the
+cross-entropy of a second, independently drawn memory batch with its labels (Mammoth `models/derpp.py`,
+`observe`). The logits are those of every head side by side (every class of the sequence, as Mammoth's single
+output layer); in the class scenario the cross-entropies are over every class seen so far.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from clbench.approaches.base import StepInfo
+from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
+from clbench.approaches.replay.functions import logit_matching_loss
+from clbench.data.tasks import Batch
+from clbench.spec.fields import field
+
+
+@dataclass(frozen=True)
+class DERPPHyperparameters(ReplayHyperparameters):
+    """DER++'s weights (defaults: Mammoth `utils/best_args.py`, seq-cifar10, buffer 200)."""
+
+    alpha: float = field(0.1, doc="weight of the logit matching (MSE) term (Mammoth best_args: seq-mnist 0.2 at "
+                                  "buffer 200, 1.0 at 500; seq-cifar10 0.1 at 200, 0.2 at 500)", minimum=0.0)
+    beta: float = field(0.5, doc="weight of the replayed labels' cross-entropy (Mammoth best_args: seq-mnist 1.0 "
+                                 "at buffer 200, 0.5 at 500; seq-cifar10 0.5 at 200 and 500)", minimum=0.0)
+
+
+class DERPlusPlus(ReplayApproach):
+    """Cross-entropy, plus matching stored logits and replayed labels."""
+
+    name = "derpp"
+    summary = "dark experience replay++ (Buzzega et al. 2020)"
+    hyperparameters_class = DERPPHyperparameters
+    hparams: DERPPHyperparameters
+
+    def all_logits(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Every head's logits side by side: (B, classes of the whole sequence)."""
+        return self.seen_logits(self.multihead.features(inputs), len(self.context.head_sizes))
+
+    def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
+        features = self.multihead.features(batch.inputs)
+        loss = self.scenario_cross_entropy(features, batch, step.stage)[0]
+        self.pending = (batch, self.seen_logits(features, len(self.context.head_sizes)).detach())
+        first = self.replayed()
+        if first is None:
+            return loss
+        batch_1, memory_1 = first
+        assert memory_1.logits is not None
+        loss = loss + self.hparams.alpha * logit_matching_loss(self.all_logits(batch_1.inputs), memory_1.logits)
+        second = self.replayed()
+        assert second is not None
+        batch_2 = second[0]
+        return loss + self.hparams.beta * self.scenario_cross_entropy(
+            self.multihead.features(batch_2.inputs), batch_2, step.stage)[0]

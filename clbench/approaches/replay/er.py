@@ -1,0 +1,29 @@
+"""ER: experience replay with a reservoir memory (Chaudhry et al. 2019, "On tiny episodic memories in continual
+learning"; Mammoth `models/er.py`).
+
+Each step's batch is joined by `replay_batch_size` samples drawn from the memory, and the loss is the mean
+cross-entropy over the joined batch (each sample on its own head in the task scenario, over every class seen so
+far in the class scenario). After the optimiser step the step's batch is offered to the memory by reservoir
+sampling, as Mammoth's `observe` does. The validation loss (early stopping) is the current task's.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from clbench.approaches.base import StepInfo
+from clbench.approaches.replay.approach import ReplayApproach, joined
+from clbench.data.tasks import Batch
+
+
+class ExperienceReplay(ReplayApproach):
+    """The current batch and a batch from the memory in one cross-entropy."""
+
+    name = "er"
+    summary = "experience replay with a reservoir memory (Chaudhry et al. 2019)"
+
+    def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
+        replay = self.replayed()
+        mixed = batch if replay is None else joined(batch, replay[0])
+        self.pending = (batch, None)
+        return self.scenario_cross_entropy(self.multihead.features(mixed.inputs), mixed, step.stage)[0]

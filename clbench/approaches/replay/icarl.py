@@ -1,0 +1,153 @@
+"""iCaRL: incremental classifier and representation learning (Rebuffi, Kolesnikov, Sperl & Lampert 2017, CVPR).
+
+Training task t uses its data and the exemplars of every earlier class (Algorithm 3, "form combined training
+set"); the loss is the cross-entropy (over every class seen so far in the class scenario, on each sample's head in
+the task scenario) plus lamb times the distillation of the earlier classes' outputs towards the network as it was
+after the previous task: for each earlier class a binary cross-entropy between sigmoids (FACIL
+`src/approach/icarl.py` `criterion`, which follows the authors' code; lamb 1 is the paper's). After the task the
+memory keeps m = buffer_size // (classes seen) exemplars per class: the first m of each earlier class's herding
+order (Algorithm 5) and the first m by herding of each new class (Algorithm 4), and the class means of the
+exemplars' normalised features are computed. Prediction is the nearest mean of exemplars (Algorithm 1): task-aware
+among the task's classes, task-agnostic among every candidate class; before a class has exemplars (stage 0, a
+task not learned yet) the heads' logits are used instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo, tensors_to
+from clbench.approaches.regularizers import ParameterDict, frozen_network
+from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
+from clbench.approaches.replay.functions import class_means, herding_order, icarl_distillation, nearest_mean_scores
+from clbench.data.tasks import Batch, LabelledData, TaskSequence
+from clbench.nets import MultiHeadNet
+from clbench.spec.fields import field
+
+
+@dataclass(frozen=True)
+class ICaRLHyperparameters(ReplayHyperparameters):
+    """iCaRL's hyper-parameters."""
+
+    lamb: float = field(1.0, doc="weight of the distillation term (the paper: 1; FACIL's --lamb default 1)",
+                        minimum=0.0)
+
+
+class ICaRL(ReplayApproach):
+    """Exemplars by herding, distillation of earlier classes, nearest-mean-of-exemplars prediction."""
+
+    name = "icarl"
+    summary = "incremental classifier and representation learning (Rebuffi et al. 2017)"
+    hyperparameters_class = ICaRLHyperparameters
+    hparams: ICaRLHyperparameters
+
+    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
+        super().__init__(context, hyperparameters)
+        self.previous_weights: ParameterDict = {}
+        self.previous: MultiHeadNet | None = None
+        self.means: torch.Tensor | None = None  # (classes of the sequence, F); NaN rows: no exemplars yet
+
+    # ------------------------------------------------------------------ training
+    def training_data(self, stage: int, tasks: TaskSequence) -> tuple[LabelledData, LabelledData]:
+        train, valid = tasks[stage].train, tasks[stage].valid
+        if len(self.buffer) == 0:
+            return train, valid
+        stored = self.buffer.contents()
+        exemplars = LabelledData(stored.images, stored.labels, stored.task_ids, train.transform, -1)
+        return LabelledData.concatenate([train, exemplars]), valid
+
+    def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
+        return self.objective(batch, step.stage)[0]
+
+    def validation_loss(self, batch: Batch, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The training objective on the heads (not the nearest mean: as FACIL, the means are not used while a
+        task trains), summed over the batch."""
+        loss, correct = self.objective(batch, stage, reduction="sum")
+        return loss, correct
+
+    def objective(self, batch: Batch, stage: int, reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
+        """(cross-entropy + lamb * distillation of the classes of tasks < stage, number correct on the heads)."""
+        features = self.multihead.features(batch.inputs)
+        loss, correct = self.scenario_cross_entropy(features, batch, stage, reduction)
+        if stage == 0 or self.previous is None:
+            return loss, correct
+        with torch.no_grad():
+            old = self.seen_logits(self.previous.features(batch.inputs), stage)  # (B, classes of tasks < t)
+        distillation = icarl_distillation(self.seen_logits(features, stage), old)
+        scale = batch.targets.shape[0] if reduction == "sum" else 1
+        return loss + self.hparams.lamb * distillation * scale, correct
+
+    def end_task(self, stage: int, tasks: TaskSequence) -> None:
+        self.select_exemplars(stage, tasks)
+        self.previous_weights = self.snapshot()
+        self.previous = frozen_network(self.build_network, self.previous_weights, self.device)  # type: ignore[assignment]
+
+    # ------------------------------------------------------------------ exemplars
+    def features_of(self, data: LabelledData) -> torch.Tensor:
+        """The body's features of `data` in eval mode, without autograd: (N, F)."""
+        self.network.eval()
+        with torch.inference_mode():
+            return torch.cat([self.multihead.features(data.batch(chunk).inputs)
+                              for chunk in data.batches(self.training_protocol.eval_batch_size)])
+
+    def select_exemplars(self, stage: int, tasks: TaskSequence) -> None:
+        """m per class seen: earlier classes keep the head of their herding order, new ones are chosen by herding;
+        then the class means of the exemplars."""
+        offsets, sizes = self.context.class_offsets, self.context.head_sizes
+        per_class = self.hparams.buffer_size // (offsets[stage] + sizes[stage])
+        kept: list[torch.Tensor] = []  # indices into the memory, earlier classes first
+        stored = self.buffer.contents()
+        global_labels = stored.labels + self.offsets.index_select(0, stored.task_ids) if len(self.buffer) else None
+        for label in range(offsets[stage]):
+            assert global_labels is not None
+            kept.append(torch.nonzero(global_labels == label).squeeze(1)[:per_class])
+        images = [stored.images.index_select(0, torch.cat(kept))] if kept else []
+        labels = [stored.labels.index_select(0, torch.cat(kept))] if kept else []
+        task_ids = [stored.task_ids.index_select(0, torch.cat(kept))] if kept else []
+        train = tasks[stage].train
+        features = self.features_of(train)
+        for label in range(sizes[stage]):
+            members = torch.nonzero(train.labels == label).squeeze(1)
+            order = members[herding_order(features[members], per_class).to(members.device)]
+            images.append(train.images.index_select(0, order))
+            labels.append(train.labels.index_select(0, order))
+            task_ids.append(torch.full_like(order, stage))
+        self.buffer.set_contents(torch.cat(images), torch.cat(labels), torch.cat(task_ids))
+        self.update_means()
+
+    def update_means(self) -> None:
+        """The normalised mean of each class's exemplars' normalised features (NaN for classes without)."""
+        stored = self.buffer.contents()
+        assert self.transform is not None
+        data = LabelledData(stored.images, stored.labels, stored.task_ids, self.transform, -1)
+        global_labels = stored.labels + self.offsets.index_select(0, stored.task_ids)
+        self.means = class_means(self.features_of(data), global_labels, sum(self.context.head_sizes))
+
+    # ------------------------------------------------------------------ prediction
+    def predict_classes(self, inputs: torch.Tensor, n_tasks: int) -> torch.Tensor:
+        """Nearest mean of exemplars over the classes of tasks 0..n_tasks-1 (the heads' logits while one of
+        them has no exemplars)."""
+        width = sum(self.context.head_sizes[:n_tasks])
+        features = self.multihead.features(inputs)
+        if self.means is None or torch.isnan(self.means[:width]).any():
+            return self.seen_logits(features, n_tasks)
+        return nearest_mean_scores(features, self.means[:width])
+
+    def predict(self, inputs: torch.Tensor, task: int) -> torch.Tensor:
+        start = self.context.class_offsets[task]
+        return self.predict_classes(inputs, task + 1)[:, start:start + self.context.head_sizes[task]]
+
+    # ------------------------------------------------------------------ state
+    def extra_state(self) -> dict[str, Any]:
+        return {**super().extra_state(), "previous_network": self.previous_weights,
+                **({"means": self.means} if self.means is not None else {})}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        super().load_extra_state(state)
+        self.previous_weights = tensors_to(state.get("previous_network", {}), self.device)
+        self.previous = (frozen_network(self.build_network, self.previous_weights, self.device)  # type: ignore[assignment]
+                         if self.previous_weights else None)
+        self.means = state["means"].to(self.device) if "means" in state else None
