@@ -39,6 +39,15 @@ its own head (task scenario) or over every class of tasks 0..stage (class scenar
 `class_targets(batch)`). A replay method builds such a batch with `LabelledData(images, labels, task_ids,
 transform, -1).batch(...)`, the transform being the tasks' own (`tasks[t].train.transform`).
 
+Replay: `ReplayBuffer(capacity, device)` keeps uint8 images, labels, task ids (and logits) on the device:
+`add_reservoir(images, labels, task_ids, generator, logits=None)` (reservoir sampling, one vectorised step per
+batch), `sample(n, generator)` and `contents()` (a `Memory`), `set_contents(...)` (a class-balanced memory),
+`state_dict()` / `load_state_dict()` for checkpoints, `nbytes`. A training `Batch` carries its uint8 `images`;
+`joined(batch, other)` is two batches as one batch of mixed tasks. `ReplayApproach` (what the built-in er, agem,
+derpp and icarl derive from) owns a buffer of `buffer_size`, its generator, checkpointing and `memory_usage`;
+`examples/my_replay.py` is experience replay written against this module alone. Override `memory_usage() ->
+(samples, bytes)` when the approach keeps samples: every result row records it.
+
 Useful attributes: `self.network`, `self.hparams` (your dataclass), `self.context` (`ApproachContext`: network
 and training specs, input shape, head sizes, device, seed; `self.context.generator(purpose)` is a seeded CPU
 generator), `self.device`, `self.multihead` (the network as a `MultiHeadNet`).
@@ -97,6 +106,8 @@ from clbench.approaches.base import (
 )
 from clbench.approaches.plugins import ENTRY_POINT_GROUP
 from clbench.approaches.registry import REGISTRY  # noqa: F401  (built-ins registered before any plugin)
+from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters, joined
+from clbench.approaches.replay.buffer import Memory, ReplayBuffer
 from clbench.data.tasks import Batch, InputTransform, LabelledData, Task, TaskSequence
 from clbench.errors import ClbenchError, SpecError
 from clbench.nets import MultiHeadNet
@@ -128,6 +139,12 @@ __all__ = [
     "named_body_parameters",
     "register",
     "tensors_to",
+    # replay (see "Replay" in the module docstring)
+    "Memory",
+    "ReplayApproach",
+    "ReplayBuffer",
+    "ReplayHyperparameters",
+    "joined",
     "toy_context",
     "toy_tasks",
     # monitoring reporter hook (see "Reporting monitoring tables" in the module docstring)

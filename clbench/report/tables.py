@@ -40,6 +40,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     evaluation: str = "task-aware"
     unmeasured: dict[str, str] = field(default_factory=dict)  # label -> why it has no number ("needs the task id")
+    memory: dict[str, str] = field(default_factory=dict)  # label -> "samples / bytes" kept, when a run replays
 
 
 def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ratio",
@@ -75,12 +76,30 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
         report.rows.append((label, [summarize(stacked[:, i]) for i in range(stacked.shape[1])]))
     report.rows.sort(key=lambda row: (_sort_value(row[1][-1]), row[0]))
     report.unmeasured = unmeasured_labels(results, keep, set(per_label))
+    report.memory = memory_column(results, per_label)
     shown_as_text = {f"left out {run_id}: {results.evaluation}: " for run_id, run in results.info.items()
                      if run["label"] in report.unmeasured}
     report.notes = [note for note in report.notes if not any(note.startswith(text) for text in shown_as_text)]
     report.notes += seed_coverage_notes(report.seeds)
     report.notes += monitoring_table_notes(results)
     return report
+
+
+def memory_column(results: Results, per_label: dict[str, list[np.ndarray]]) -> dict[str, str]:
+    """Label -> "samples / bytes" each approach kept after its last task (mean over seeds), for every row, when
+    any run of the benchmark keeps samples (a replay method); {} otherwise (no column)."""
+    rows = results.rows if results.rows is not None else results.frame
+    if "memory_samples" not in rows or not (rows["memory_samples"].fillna(0) > 0).any():
+        return {}
+    last = rows[rows["stage"] == rows.groupby("run_id")["stage"].transform("max")]
+    kept = last.groupby("run_id")[["memory_samples", "memory_bytes"]].first()
+    column = {}
+    for label in per_label:
+        run_ids = [run_id for run_id, run in results.info.items() if run["label"] == label and run_id in kept.index]
+        values = kept.loc[run_ids].dropna()
+        column[label] = "–" if values.empty else (f"{values['memory_samples'].mean():.0f} / "
+                                                  f"{format_memory(summarize(values['memory_bytes']))}")
+    return column
 
 
 def unmeasured_labels(results: Results, include_references: bool, shown: set[str]) -> dict[str, str]:
@@ -360,13 +379,17 @@ def format_value(cell: Cell, scale: float, digits: int, ci: bool = False) -> str
 
 def header(report: Report) -> list[str]:
     symbol = METRIC_SYMBOLS.get(report.metric, "A")
-    return ["approach", *[f"{symbol}<={t}" for t in report.stages], "seeds"]
+    memory = ["memory (samples / bytes)"] if report.memory else []
+    return ["approach", *[f"{symbol}<={t}" for t in report.stages], *memory, "seeds"]
 
 
 def table_rows(report: Report, ci: bool = False) -> list[list[str]]:
-    rows = [[label, *[format_cell(cell, report.metric, ci) for cell in cells], str(len(report.seeds.get(label, [])))]
-            for label, cells in report.rows]
-    return rows + [[label, *[reason.split(" (")[0]] * len(report.stages), "-"]
+    def memory(label: str) -> list[str]:
+        return [report.memory.get(label, "–")] if report.memory else []
+
+    rows = [[label, *[format_cell(cell, report.metric, ci) for cell in cells], *memory(label),
+             str(len(report.seeds.get(label, [])))] for label, cells in report.rows]
+    return rows + [[label, *[reason.split(" (")[0]] * len(report.stages), *memory(label), "-"]
                    for label, reason in report.unmeasured.items()]
 
 

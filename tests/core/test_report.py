@@ -25,7 +25,7 @@ def write_run(results: Path, method: str, seed: int, matrix: list[list[float]], 
               timing: tuple[float, int, int] | None = None, device: str = "cpu",
               reference_hash: str | None = None, initial: list[float] | None = None,
               agnostic: list[list[float]] | None = None, schema_version: int = SCHEMA_VERSION,
-              scenario: str | None = None) -> Path:
+              scenario: str | None = None, memory: tuple[int, int] | None = None) -> Path:
     """An accuracy.parquet from a lower-triangular matrix (a row may go on above the diagonal: tasks not learned
     yet); `timing` = (seconds, epochs, batches) per stage; `initial`: the stage-0 accuracies (at
     initialisation); `agnostic`: the task-agnostic matrix (absent: task-aware rows only, as an approach that
@@ -48,6 +48,8 @@ def write_run(results: Path, method: str, seed: int, matrix: list[list[float]], 
                 "stage": stage, "task": u + 1, "task_name": f"t{u + 1}", "accuracy": accuracy, "loss": 0.0,
                 "stage_epochs": epochs if stage else None, "stage_batches": batches if stage else None,
                 "stage_train_seconds": seconds if stage else None,
+                "memory_samples": (memory[0] if stage else 0) if memory else None,
+                "memory_bytes": (memory[1] if stage else 0) if memory else None,
                 "evaluation": evaluation if schema_version >= 2 else None} for u, accuracy in enumerate(row)]
     run_dir = run_directory(results, benchmark, method, config_hash, seed)
     write_parquet(run_dir / "accuracy.parquet", accuracy_frame(rows))

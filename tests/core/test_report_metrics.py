@@ -209,3 +209,18 @@ def test_cli_single_task(tmp_path: Path) -> None:
         assert pd.read_csv(io.StringIO(text))["mean"].isna().all()
     code, text = invoke("b", "--results", str(tmp_path), "--metric", "learning-accuracy", "--format", "csv")
     assert code == 0 and pd.read_csv(io.StringIO(text))["mean"].tolist() == pytest.approx([0.9])
+
+
+def test_a_memory_column_appears_next_to_accuracy_when_a_method_replays(tmp_path: Path) -> None:
+    write_run(tmp_path, "sgd", 0, [[0.9], [0.8, 0.9]], memory=(0, 0))
+    write_run(tmp_path, "ewc", 0, [[0.9], [0.8, 0.9]], memory=(0, 3_800_000))
+    code, text = invoke("b", "--results", str(tmp_path), "--metric", "accuracy")
+    assert code == 0 and "memory" not in text  # nothing replays: no column
+    write_run(tmp_path, "er", 0, [[0.9], [0.85, 0.9]], memory=(200, 160_000))
+    write_run(tmp_path, "er", 1, [[0.9], [0.85, 0.9]], memory=(200, 170_000))
+    code, text = invoke("b", "--results", str(tmp_path), "--metric", "accuracy")
+    assert code == 0, text
+    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[1:-1]]
+            for line in text.splitlines() if line.startswith("| ")}
+    assert rows["approach"][-2] == "memory (samples / bytes)"
+    assert rows["er"][-2] == "200 / 165.0 kB" and rows["ewc"][-2] == "0 / 3.8 MB" and rows["sgd"][-2] == "0 / 0 B"

@@ -303,3 +303,19 @@ def test_the_example_packages_own_tests_pass() -> None:
                             capture_output=True, text=True, env=environment, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert " passed" in result.stdout and "failed" not in result.stdout
+
+
+def test_experience_replay_written_against_the_public_api_alone_runs_in_the_class_scenario(
+        tmp_path: Path, mnist_data_dir: Path, mnist_mirror: Path) -> None:
+    source = (REPO / "examples" / "my_replay.py").read_text()
+    imports = {line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from "))}
+    assert {name for name in imports if name.startswith("clbench")} == {"clbench.api"}
+    results = tmp_path / "results"
+    result = runner.invoke(app, ["train", "mnist5", "-m", "examples/my_replay.py:MyReplay", "--set",
+                                 "my-replay.buffer_size=30", "--set", "data.scenario=class", *TINY,
+                                 *data_options(mnist_data_dir, mnist_mirror, results)])
+    assert result.exit_code == 0, result.output
+    rows = pd.read_parquet(next(results.glob("mnist5/my-replay/*/seed-0/accuracy.parquet")))
+    assert set(rows["evaluation"]) == {"task-aware", "task-agnostic"} and set(rows["scenario"]) == {"class"}
+    assert set(rows.loc[rows["stage"] >= 1, "memory_samples"]) == {30}
+    assert set(rows.loc[rows["stage"] >= 1, "memory_bytes"]) == {30 * (28 * 28 + 8 + 8)}
