@@ -334,7 +334,7 @@ def test_split_tasks_from_an_own_data_set(tmp_path: Path) -> None:
 
 def test_run_identity_follows_the_content(tmp_path: Path) -> None:
     from clbench.run.engine import data_identity, plan_runs
-    from clbench.spec.fields import stable_hash, to_dict
+    from clbench.spec.fields import identity_dict, stable_hash
 
     path = write_npz(tmp_path / "arrays.npz")
     spec_file = write_spec(tmp_path, "{my-arrays: {format: npz, path: arrays.npz}}")
@@ -344,7 +344,7 @@ def test_run_identity_follows_the_content(tmp_path: Path) -> None:
     assert before.data_hash != after.data_hash and before.config_hash != after.config_hash
     assert after.config["datasets"]["my-arrays"] == {"format": "npz", "content_hash": content_hash(npz_dataset(path))}
     builtin = load_benchmark("mnist2")  # unchanged for built-in benchmarks
-    assert data_identity(builtin) == stable_hash({"benchmark": "mnist2", "data": to_dict(builtin.data)})
+    assert data_identity(builtin) == stable_hash({"benchmark": "mnist2", "data": identity_dict(builtin.data)})
 
 
 def test_reference_hash_follows_the_content_of_an_own_data_set(tmp_path: Path) -> None:
