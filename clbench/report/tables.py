@@ -203,6 +203,7 @@ class Summary:
     stages: int
     rows: list[SummaryRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unmeasured: dict[str, str] = field(default_factory=dict)  # label -> why no number ("needs the task id")
 
 
 def build_summary(results: Results, include_references: bool = True) -> Summary:
@@ -231,6 +232,7 @@ def build_summary(results: Results, include_references: bool = True) -> Summary:
             summary.notes.append(f"{label}: runs have different numbers of tasks; A^<=T is each run's last stage")
     summary.rows.sort(key=lambda row: (_sort_value(row.accuracy), row.label))
     summary.notes += seed_coverage_notes({row.label: row.seeds for row in summary.rows})
+    summary.unmeasured = unmeasured_labels(results, include_references, set(per_label))
     return summary
 
 
@@ -409,6 +411,7 @@ def summary_table(summary: Summary, ci: bool = False) -> Table:
              str(len(row.seeds))] for row in summary.rows]
     head = ["approach", "parameters", f"A<={summary.stages}", "BWT", "forgetting", "LA", "FWT", "I", "memory",
             "seeds"]
+    rows += [[label, "", *[reason.split(" (")[0]] * 6, "", "-"] for label, reason in summary.unmeasured.items()]
     return Table(head, rows, notes=list(summary.notes))
 
 

@@ -175,6 +175,10 @@ def test_an_approach_that_needs_the_task_id_shows_so_never_a_number(tmp_path: Pa
     assert "65.0" in rows["lwf"]
     code, text = invoke("b", "--results", str(tmp_path), "--metric", "accuracy")
     assert code == 0 and "needs the task id" not in text  # task-aware: every run has its numbers
+    code, text = invoke("b", "--results", str(tmp_path), "--summary", "--evaluation", "task-agnostic")
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    assert code == 0 and rows["hat"].count("needs the task id") == 6 and "%" not in rows["hat"]
+    assert "65.0" in rows["lwf"] and rows["sgd"].count("not measured") == 6
 
 
 def test_a_wrong_evaluation_is_an_error_naming_the_choices(tmp_path: Path) -> None:
