@@ -162,3 +162,13 @@ def test_new_metrics_do_not_mutate_inputs() -> None:
     metrics.forward_transfer_by_stage(b, initial)
     assert np.array_equal(b, B, equal_nan=True) and np.array_equal(j, JB, equal_nan=True)
     assert initial.tolist() == [0.1, 0.2, 0.3, 0.4]
+
+
+def test_accuracy_matrix_takes_the_learned_tasks_and_refuses_mixed_evaluations() -> None:
+    rows = pd.DataFrame({"stage": [0, 0, 1, 1, 2, 2], "task": [1, 2, 1, 2, 1, 2],
+                         "accuracy": [0.1, 0.2, 0.9, 0.3, 0.8, 0.95], "evaluation": ["task-aware"] * 6})
+    matrix = metrics.accuracy_matrix(rows)  # stage 0 and (t=1, u=2) are not part of the T x T matrix
+    assert matrix[0, 0] == 0.9 and np.isnan(matrix[0, 1]) and matrix[1].tolist() == [0.8, 0.95]
+    mixed = pd.concat([rows, rows.assign(evaluation="task-agnostic")])
+    with pytest.raises(ValueError, match="both evaluations"):
+        metrics.accuracy_matrix(mixed)
