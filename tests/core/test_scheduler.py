@@ -197,7 +197,9 @@ def test_two_commands_on_one_results_folder_never_run_a_run_twice(tmp_path: Path
 # ---------------------------------------------------------------------- Ctrl-C with --jobs
 
 JOBS_CHILD = """\
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even when pytest runs in the
+# background (started with SIGINT ignored; the workers this child spawns would inherit that)
 sys.path[:0] = [{tests!r}, {core!r}]
 import clbench.run.engine as engine
 from test_scheduler import SyntheticLoader, slow
