@@ -67,7 +67,9 @@ def write_run(root: Path, method: str, hyperparameters: dict, seed: int, generat
     folder.mkdir(parents=True)
     matrix = accuracy_matrix(method, generator)
     order = [TASKS[i] for i in np.random.default_rng(seed).permutation(len(TASKS))]
-    rows = [(t + 1, u + 1) for t in range(len(TASKS)) for u in range(t + 1)]
+    # results schema 2: every task at every stage (0: at initialisation), both evaluations
+    rows = [(t, u + 1, evaluation) for evaluation in ("task-aware", "task-agnostic") for t in range(len(TASKS) + 1)
+            for u in range(len(TASKS))]
     n = len(rows)
     constant = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "benchmark": BENCHMARK, "variant": None,
                 "method": method, "seed": seed, "config_hash": config_hash, "data_hash": "data0",
@@ -78,11 +80,12 @@ def write_run(root: Path, method: str, hyperparameters: dict, seed: int, generat
                 "stage_train_seconds": 900.0, "stage_eval_seconds": 3.0, "clbench_version": "0.1.0",
                 "git_commit": "abc", "torch_version": "2.5", "cuda_version": "12.4", "device": "cuda:0",
                 "hostname": "fake", "started_utc": "2025-01-01T00:00:00+00:00",
-                "finished_utc": "2025-01-01T02:00:00+00:00"}
+                "finished_utc": "2025-01-01T02:00:00+00:00", "scenario": "task", "memory_samples": 0,
+                "memory_bytes": 0}
     columns = {name: [constant[name]] * n for name in COLUMNS if name in constant}
-    columns.update({"stage": [t for t, _ in rows], "task": [u for _, u in rows],
-                    "task_name": [order[u - 1] for _, u in rows],
-                    "accuracy": [float(matrix[t - 1, u - 1]) for t, u in rows]})
+    columns.update({"stage": [t for t, _, _ in rows], "task": [u for _, u, _ in rows],
+                    "task_name": [order[u - 1] for _, u, _ in rows], "evaluation": [e for _, _, e in rows],
+                    "accuracy": [float(matrix[t - 1, u - 1]) if 1 <= u <= t else 0.1 for t, u, _ in rows]})
     pq.write_table(pa.table({name: columns[name] for name in COLUMNS}), folder / "accuracy.parquet")
     (folder / "run.json").write_text(json.dumps({"run_id": run_id, "status": "complete", "parameters": 7_100_000}))
     if method == "hat":

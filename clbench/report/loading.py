@@ -89,6 +89,7 @@ class Results:
     damaged: list[tuple[Path, str]] = field(default_factory=list)
     rows: pd.DataFrame | None = None
     evaluation: str = TASK_AWARE
+    full_matrices: dict[str, tuple[np.ndarray, np.ndarray]] | None = None  # `full_matrix`'s, built on first use
 
     def unmeasured(self, run_id: str) -> str | None:
         """Why a finished run has no rows of the chosen evaluation, in a table cell's words; None if it has them."""
@@ -100,17 +101,26 @@ class Results:
 
     def full_matrix(self, run_id: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(T x T matrix with the tasks not learned yet, length-T accuracies at initialisation) of a run in the
-        chosen evaluation, or None when it lacks the stage-0 rows (schema 1, PathNet, no such evaluation)."""
+        chosen evaluation, or None when it lacks the stage-0 rows (schema 1, PathNet, no such evaluation).
+        Built for every run at the first call (one pass over the rows)."""
+        if self.full_matrices is None:
+            self.full_matrices = self._build_full_matrices()
+        return self.full_matrices.get(run_id)
+
+    def _build_full_matrices(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         rows = self.rows if self.rows is not None else self.frame
-        own = rows[(rows["run_id"] == run_id) & (rows["evaluation"] == self.evaluation)]
-        size = int(own["task"].max()) if not own.empty else 0
-        if own.empty or int(own["stage"].max()) != size:
-            return None
-        cube = np.full((size + 1, size), np.nan)
-        cube[own["stage"].to_numpy(int), own["task"].to_numpy(int) - 1] = own["accuracy"].to_numpy(float)
-        if np.isnan(cube[0]).any():
-            return None
-        return cube[1:], cube[0]
+        chosen = rows[rows["evaluation"] == self.evaluation]
+        found = {}
+        for run_id, own in chosen.groupby("run_id", sort=False):
+            size = int(own["task"].max())
+            if int(own["stage"].max()) != size:
+                continue
+            cube = np.full((size + 1, size), np.nan)
+            cube[own["stage"].to_numpy(int), own["task"].to_numpy(int) - 1] = own["accuracy"].to_numpy(float)
+            if not np.isnan(cube[0]).any():
+                found[str(run_id)] = (cube[1:], cube[0])
+        return found
+
 
     def run_file(self, run_id: str) -> dict[str, Any] | None:
         """The run.json of a finished run (read once by `load_results`), or None if it has none or it is damaged."""

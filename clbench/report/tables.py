@@ -211,13 +211,16 @@ def build_summary(results: Results, include_references: bool = True) -> Summary:
     summary = Summary(results.benchmark, int(results.frame["stage"].max()) if not results.frame.empty else 0)
     summary.notes += incomplete_notes(results)
     per_label: dict[str, list[str]] = {}
+    quiet: list[str] = []  # why a run has no FWT or I: said by `--metric fwt` / `--metric intransigence`
+    transfer = run_values(results, "fwt", quiet, True)
+    intransigence = run_values(results, "intransigence", quiet, True)
+    memory = last_memory_bytes(results)
     for run_id in complete_runs(results, summary.notes):
         run = results.info[run_id]
         if run["method"] not in REFERENCES or include_references:
             per_label.setdefault(run["label"], []).append(run_id)
     for label, run_ids in per_label.items():
         matrices = [results.matrices[run_id] for run_id in run_ids]
-        quiet: list[str] = []  # why a run has no FWT or I: said by `--metric fwt` / `--metric intransigence`
         summary.rows.append(SummaryRow(
             label, _parameter_count(results, run_ids, summary.notes),
             summarize(metrics.average_accuracy(m)[-1] for m in matrices),
@@ -225,9 +228,9 @@ def build_summary(results: Results, include_references: bool = True) -> Summary:
             summarize(metrics.max_previous_forgetting(m) for m in matrices),
             sorted(int(results.info[run_id]["seed"]) for run_id in run_ids),
             summarize(metrics.learning_accuracy(m)[-1] for m in matrices),
-            summarize(curve[-1] for curve in run_values(results, "fwt", quiet, True, run_ids).values()),
-            summarize(curve[-1] for curve in run_values(results, "intransigence", quiet, True, run_ids).values()),
-            summarize(_last_memory(results, run_ids))))
+            summarize(transfer[run_id][-1] for run_id in run_ids if run_id in transfer),
+            summarize(intransigence[run_id][-1] for run_id in run_ids if run_id in intransigence),
+            summarize(memory[run_id] for run_id in run_ids if run_id in memory)))
         if len({m.shape[0] for m in matrices}) > 1:
             summary.notes.append(f"{label}: runs have different numbers of tasks; A^<=T is each run's last stage")
     summary.rows.sort(key=lambda row: (_sort_value(row.accuracy), row.label))
@@ -236,12 +239,11 @@ def build_summary(results: Results, include_references: bool = True) -> Summary:
     return summary
 
 
-def _last_memory(results: Results, run_ids: Sequence[str]) -> list[float]:
-    """The bytes each run kept besides its network after its last task (`memory_bytes`; none in schema 1)."""
+def last_memory_bytes(results: Results) -> dict[str, float]:
+    """Run id -> the bytes it kept besides its network after its last task (`memory_bytes`; none in schema 1)."""
     rows = results.rows if results.rows is not None else results.frame
-    chosen = rows[rows["run_id"].isin(list(run_ids))]
-    last = chosen[chosen["stage"] == chosen.groupby("run_id")["stage"].transform("max")]
-    return last.groupby("run_id")["memory_bytes"].first().dropna().tolist()
+    last = rows[rows["stage"] == rows.groupby("run_id")["stage"].transform("max")]
+    return last.groupby("run_id")["memory_bytes"].first().dropna().to_dict()
 
 
 def _parameter_count(results: Results, run_ids: Sequence[str], notes: list[str]) -> int | None:
