@@ -140,6 +140,11 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 def write_parquet(path: Path, frame: pd.DataFrame, metadata: dict[str, Any] | None = None) -> None:
     """Write a DataFrame as Parquet atomically; `metadata` goes into the file's key-value metadata."""
+    atomic_write_bytes(path, parquet_bytes(frame, metadata))
+
+
+def parquet_bytes(frame: pd.DataFrame, metadata: dict[str, Any] | None = None) -> bytes:
+    """A DataFrame as the bytes of a Parquet file, with clbench's schema version and `metadata` in its metadata."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -148,7 +153,7 @@ def write_parquet(path: Path, frame: pd.DataFrame, metadata: dict[str, Any] | No
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
-    atomic_write_bytes(path, sink.getvalue().to_pybytes())
+    return sink.getvalue().to_pybytes()
 
 
 def accuracy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:

@@ -48,12 +48,14 @@ from clbench.results import (
     inside,
     is_complete,
     machine_provenance,
+    parquet_bytes,
     read_run_file,
     run_directory,
     utc_now,
     write_json,
     write_parquet,
 )
+from clbench.run.interrupts import interrupts_held
 from clbench.run.locking import held_lock, lock_holder
 from clbench.seeding import seed_global_torch
 from clbench.spec import BenchmarkSpec, benchmarks_dir, command_argument
@@ -370,19 +372,21 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader,
         log.warning("%s; the run is treated as unfinished", problem)
     header = _run_header(plan, machine_provenance(str(device), str(torch.__version__), torch.version.cuda))
     header["damaged_files"] = damaged
-    write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
     try:
+        write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
         rows = _run_sequence(plan, device, loader, observer, header)
+        finished, encoded = _encoded_rows(plan, rows)
     except BaseException as error:
         status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
         write_json(plan.run_dir / RUN_FILE, {**header, "status": status, "finished_utc": utc_now(),
                                              "error": f"{type(error).__name__}: {error}",
                                              "traceback": traceback.format_exc()})
         raise
-    finished = _write_rows(plan, ACCURACY_FILE, rows)
     seconds = time.perf_counter() - start
-    write_json(plan.run_dir / RUN_FILE, {**header, "status": "complete", "finished_utc": finished,
-                                         "seconds": seconds})
+    with interrupts_held():  # the rows and `complete` land together; a Ctrl-C meanwhile takes effect after both
+        atomic_write_bytes(plan.run_dir / ACCURACY_FILE, encoded)
+        write_json(plan.run_dir / RUN_FILE, {**header, "status": "complete", "finished_utc": finished,
+                                             "seconds": seconds})
     return RunOutcome(plan, "done", rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"],
                       damaged=tuple(header["damaged_files"]))
 
@@ -473,12 +477,18 @@ def _evaluate_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stag
             for task, name, result, _ in evaluations]
 
 
-def _write_rows(plan: RunPlan, file_name: str, rows: list[dict[str, Any]]) -> str:
-    """Stamp the rows with the finishing time and write them atomically to the run folder; returns the time."""
+def _encoded_rows(plan: RunPlan, rows: list[dict[str, Any]]) -> tuple[str, bytes]:
+    """Stamp the rows with the finishing time and encode them as a results Parquet file: (the time, its bytes)."""
     finished = utc_now()
     for row in rows:
         row["finished_utc"] = finished
-    write_parquet(plan.run_dir / file_name, accuracy_frame(rows), {"run_id": plan.run_id})
+    return finished, parquet_bytes(accuracy_frame(rows), {"run_id": plan.run_id})
+
+
+def _write_rows(plan: RunPlan, file_name: str, rows: list[dict[str, Any]]) -> str:
+    """Stamp the rows with the finishing time and write them atomically to the run folder; returns the time."""
+    finished, encoded = _encoded_rows(plan, rows)
+    atomic_write_bytes(plan.run_dir / file_name, encoded)
     return finished
 
 
