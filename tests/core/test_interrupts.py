@@ -60,6 +60,23 @@ def test_sigterm_goes_to_its_own_handler_after_the_block() -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
+@pytest.mark.parametrize("first, second", [(signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)],
+                         ids=["SIGTERM-then-SIGINT", "SIGINT-then-SIGTERM"])
+def test_of_two_signals_held_in_one_block_the_first_is_raised_after_it(first: int, second: int) -> None:
+    received = []
+    previous = {number: signal.signal(number, lambda signum, frame: received.append(signum))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with interrupts_held():
+            signal.raise_signal(first)
+            signal.raise_signal(second)
+            assert received == []  # both held back
+        assert received == [first]  # one raised again after the block: the one that came first
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def test_outside_the_main_thread_the_block_runs_unprotected() -> None:
     done = []
     worker = threading.Thread(target=lambda: done.append(_held_block()))
