@@ -84,7 +84,8 @@ def train(
     check_results_folder(results)
     methods = load_methods(method) + (reference_methods() if with_references else [])
     override_sets = grid_override_sets(overrides, grid)
-    specs = [load_benchmark(benchmark, override_set) for override_set in override_sets]
+    origins = [*(f"--set {text}" for text in overrides), *(f"--grid {text}" for text in grid)]
+    specs = [load_benchmark(benchmark, override_set, origins) for override_set in override_sets]
     for spec in specs:
         check_shipped_name(spec, methods)
         check_own_tasks(spec)
@@ -111,7 +112,10 @@ def reference_methods() -> list[str]:
 
 
 def grid_override_sets(overrides: list[str], grid: list[str]) -> list[list[str]]:
-    """The `--set` overrides, extended by each combination of the `--grid` values (one set without a grid)."""
+    """The `--set` overrides, extended by each combination of the `--grid` values (one set without a grid).
+
+    Each set is the `--set` texts, then one `KEY=VALUE` per `--grid` option, in the options' order.
+    """
     if not grid:
         return [list(overrides)]
     from clbench.spec.grid import expand_grid

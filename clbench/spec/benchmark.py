@@ -3,7 +3,8 @@
 A spec has the keys `name`, `description`, `data`, `network`, `training`, `approaches`, and optionally
 `variant` + `variants` (named sets of overrides, e.g. pmnist's small/medium/large network) and `datasets`
 (the spec's own data sets: an image folder or an npz file, see `clbench.data.custom`). Overrides from
-`--set KEY=VALUE` are applied last; a first key segment that names an approach means `approaches.<name>`.
+`--set KEY=VALUE` are applied last; a first key segment that names an approach means `approaches.<name>`. A value
+refused by validation is named with the option that gave it (`--set ...`, `--grid ...`), else with the file.
 Approach sections are validated against the approach's own hyper-parameter dataclass by
 `clbench.approaches.resolve` (that needs torch; this module does not); `check_approach_sections` makes a section
 that names no registered approach (a typo such as `haat`) an error, given the registry's names.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import copy
 import re
 import shlex
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 import yaml
 
 from clbench.errors import SpecError
-from clbench.spec.fields import build, field, parse_override
+from clbench.spec.fields import build, field, origin_of, parse_override
 
 TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants",
                   "datasets")
@@ -137,6 +138,7 @@ class BenchmarkSpec:
     approaches: dict[str, dict[str, Any]]
     datasets: dict[str, DatasetEntry] = dataclass_field(default_factory=dict)  # own data sets, absolute paths
     overrides: tuple[str, ...] = ()  # the `--set`/`--grid` texts applied, to name them in errors
+    origins: dict[str, str] = dataclass_field(default_factory=dict)  # dotted key -> the option that set it
 
     def approach_section(self, method: str) -> dict[str, Any]:
         """The raw (not yet validated) section of one approach; empty if the spec has none."""
@@ -210,16 +212,31 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_benchmark(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()) -> BenchmarkSpec:
-    """Load, merge the chosen variant, apply `--set` overrides and validate a benchmark spec."""
+def load_benchmark(name_or_path: str, overrides: Sequence[str] = (),
+                   origins: Sequence[str] | None = None) -> BenchmarkSpec:
+    """Load, merge the chosen variant, apply `--set` overrides and validate a benchmark spec.
+
+    Args:
+        name_or_path: a shipped benchmark's name or a YAML spec file.
+        overrides: `KEY=VALUE` texts, applied in order.
+        origins: for each override, the option that gave it, named when its value is refused (default:
+            `--set KEY=VALUE`; `clbench train` names a grid point's value by its `--grid` option).
+    """
+    if origins is None:
+        origins = [f"--set {text}" for text in overrides]
+    if len(origins) != len(overrides):
+        raise ValueError(f"{len(overrides)} overrides but {len(origins)} origins")
     path = find_spec_file(name_or_path)
     raw = read_yaml(path)
     parsed = [parse_override(text) for text in overrides]
     raw = _apply_variant(raw, parsed, source=str(path))
-    for key_path, value in parsed:
+    set_by: dict[str, str] = {}
+    for (key_path, value), origin in zip(parsed, origins):
         if key_path != ["variant"]:
-            _set(raw, key_path, value)
-    return replace(_validate(raw, source=str(path)), overrides=tuple(overrides))
+            key = ".".join(_set(raw, key_path, value))
+            set_by = {set_key: text for set_key, text in set_by.items() if not set_key.startswith(f"{key}.")}
+            set_by[key] = origin
+    return replace(_validate(raw, source=str(path), origins=set_by), overrides=tuple(overrides), origins=set_by)
 
 
 def check_approach_sections(spec: BenchmarkSpec, known: Collection[str]) -> None:
@@ -273,8 +290,8 @@ def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _set(raw: dict[str, Any], key_path: list[str], value: Any) -> None:
-    """Apply one `--set` override; `hat.smax` means `approaches.hat.smax`."""
+def _set(raw: dict[str, Any], key_path: list[str], value: Any) -> list[str]:
+    """Apply one `--set` override; `hat.smax` means `approaches.hat.smax`. Returns the full key path set."""
     if len(key_path) == 1 and key_path[0] not in TOP_LEVEL_KEYS:
         raise SpecError(f"--set {key_path[0]}: unknown key; use a section key such as training.lr or "
                         f"hat.smax, or one of {', '.join(TOP_LEVEL_KEYS)}")
@@ -289,22 +306,23 @@ def _set(raw: dict[str, Any], key_path: list[str], value: Any) -> None:
             raise SpecError(f"--set {'.'.join(key_path)}: `{'.'.join(key_path[:depth + 1])}` is not a section")
         node = child
     node[key_path[-1]] = value
+    return key_path
 
 
-def _validate(raw: dict[str, Any], source: str) -> BenchmarkSpec:
+def _validate(raw: dict[str, Any], source: str, origins: dict[str, str]) -> BenchmarkSpec:
     unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS))
     if unknown:
         raise SpecError(f"{source}: unknown key `{unknown[0]}` (valid keys: {', '.join(TOP_LEVEL_KEYS)})")
     for key in ("name", "data", "network"):
         if key not in raw:
             raise SpecError(f"{source}: missing required key `{key}`")
-    datasets = _own_datasets(raw.get("datasets"), source)
-    data = build(DataSpec, raw["data"], where="data", source=source)
-    _check_data(data, source, tuple(datasets))
+    datasets = _own_datasets(raw.get("datasets"), source, origins)
+    data = build(DataSpec, raw["data"], where="data", source=source, origins=origins)
+    _check_data(data, source, tuple(datasets), origins)
     approaches = raw.get("approaches") or {}
     if not isinstance(approaches, dict) or not all(isinstance(v, dict) for v in approaches.values()):
         raise SpecError(f"{source}: `approaches` must map approach names to mappings of hyper-parameters")
-    network = build(NetworkSpec, raw["network"], where="network", source=source)
+    network = build(NetworkSpec, raw["network"], where="network", source=source, origins=origins)
     if network.kind == "alexnet" and data.form != "image32":
         raise SpecError(f"{source}: `network.kind` alexnet needs `data.form` image32 (3x32x32 images), not "
                         f"{data.form}; use `network.kind: mlp` for {data.form}")
@@ -315,13 +333,13 @@ def _validate(raw: dict[str, Any], source: str) -> BenchmarkSpec:
         variant=raw.get("variant"),
         data=data,
         network=network,
-        training=build(TrainingSpec, raw.get("training"), where="training", source=source),
+        training=build(TrainingSpec, raw.get("training"), where="training", source=source, origins=origins),
         approaches={name: dict(values) for name, values in approaches.items()},
         datasets=datasets,
     )
 
 
-def _own_datasets(raw: Any, source: str) -> dict[str, DatasetEntry]:
+def _own_datasets(raw: Any, source: str, origins: dict[str, str]) -> dict[str, DatasetEntry]:
     """The `datasets:` section: typed entries whose relative paths resolve against the spec file's folder."""
     from clbench.data.sources import DATASET_NAMES
 
@@ -334,7 +352,7 @@ def _own_datasets(raw: Any, source: str) -> dict[str, DatasetEntry]:
         check_name(name, f"{source}: the data set name `datasets.{name}`")
         if name in DATASET_NAMES:
             raise SpecError(f"{source}: `datasets.{name}` would hide the built-in data set {name}; rename it")
-        entry = build(DatasetEntry, values, where=f"datasets.{name}", source=source)
+        entry = build(DatasetEntry, values, where=f"datasets.{name}", source=source, origins=origins)
         path = Path(entry.path).expanduser()
         if not path.is_absolute():
             path = Path(source).resolve().parent / path
@@ -403,7 +421,10 @@ def task_problem(n_classes: int, n_train: int, n_test: int, validation_fraction:
 
 
 def _check_class_blocks(data: DataSpec, source: str) -> None:
-    """The split's block sizes against the class counts of the built-in data sets (others: when loaded)."""
+    """The split's block sizes against the class counts of the built-in data sets (others: when loaded).
+
+    `source` names where `data.classes_per_task` came from: the file, or the `--set`/`--grid` option.
+    """
     from clbench.data.sources import DATASET_NAMES, get_source  # torch-free, but only needed here
 
     for name, block in zip(data.datasets, data.classes_per_task or ()):
@@ -414,18 +435,19 @@ def _check_class_blocks(data: DataSpec, source: str) -> None:
                 raise SpecError(f"{source}: {error}") from None
 
 
-def _check_data(data: DataSpec, source: str, own_datasets: tuple[str, ...] = ()) -> None:
+def _check_data(data: DataSpec, source: str, own_datasets: tuple[str, ...] = (),
+                origins: dict[str, str] | None = None) -> None:
     from clbench.data.sources import DATASET_NAMES
 
     known = (*DATASET_NAMES, *own_datasets)
     for name in data.datasets:
         if name not in known:
-            raise SpecError(f"{source}: `data.datasets`: unknown data set {name}; known: {', '.join(known)} "
-                            f"(declare your own under `datasets:`)")
+            raise SpecError(f"{origin_of('data.datasets', source, origins or {})}: `data.datasets`: unknown data "
+                            f"set {name}; known: {', '.join(known)} (declare your own under `datasets:`)")
     if data.kind == "split" and (data.classes_per_task is None or len(data.classes_per_task) != len(data.datasets)):
         raise SpecError(f"{source}: `data.classes_per_task` needs one value per data set for kind split")
     if data.kind == "split":
-        _check_class_blocks(data, source)
+        _check_class_blocks(data, origin_of("data.classes_per_task", source, origins or {}))
     if data.kind == "permuted" and (data.n_tasks is None or len(data.datasets) != 1):
         raise SpecError(f"{source}: kind permuted needs exactly one data set and `data.n_tasks`")
     if data.form == "mnist28" and not set(data.datasets) <= {"mnist", "fashion-mnist", *own_datasets}:

@@ -1,8 +1,10 @@
 """Typed, validated configuration: mappings from YAML into frozen dataclasses.
 
 One documented pass: every key must be a field, every value must have the field's type and lie within the
-range declared in the field's metadata (`minimum`, `maximum`, `choices`). Errors name the key and the file.
-Booleans are not numbers (YAML `true` is not 1) and floats must be finite (no `.inf`, `.nan`).
+range declared in the field's metadata (`minimum`, `maximum`, `choices`). Errors name the key and where the
+value came from (the file, or the `--set`/`--grid` option that gave it). Booleans are not numbers (YAML `true` is
+not 1) and floats must be finite (no `.inf`, `.nan`). A number field reads a number that PyYAML's YAML 1.1 left a
+string (`1e-2`, see `read_number`); an integer field takes an integral float (`1e3`, `1000.0`).
 Torch-free, so that the CLI can validate before importing anything heavy.
 """
 
@@ -12,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -22,6 +25,10 @@ import yaml
 from clbench.errors import SpecError
 
 T = TypeVar("T")
+
+_DIGITS = r"[0-9](?:_?[0-9])*"
+NUMBER = re.compile(rf"[-+]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][-+]?[0-9]+)?")
+"""A decimal number as YAML 1.2's core schema (and JSON, and Python) writes it, `_` allowed between digits."""
 
 
 def field(default: Any = dataclasses.MISSING, *, doc: str, minimum: float | None = None,
@@ -39,15 +46,32 @@ def field(default: Any = dataclasses.MISSING, *, doc: str, minimum: float | None
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def build(cls: type[T], mapping: Mapping[str, Any] | None, *, where: str, source: str) -> T:
+def read_number(text: str) -> int | float | None:
+    """The number `text` writes in YAML 1.2 (`NUMBER`), or None: `1e-2` -> 0.01, `5e3` -> 5000.0, `1_000` -> 1000.
+
+    PyYAML reads YAML 1.1, where a float needs a dot (`1e-2` and `1.0e4` stay strings); a number field reads such
+    a string with this. Not numbers: `true`, `.inf`, `0x10`, `1:30`, `1e`, `abc` (None).
+    """
+    if not NUMBER.fullmatch(text):
+        return None
+    plain = text.replace("_", "")
+    return float(plain) if any(char in plain for char in ".eE") else int(plain)
+
+
+def build(cls: type[T], mapping: Mapping[str, Any] | None, *, where: str, source: str,
+          origins: Mapping[str, str] | None = None) -> T:
     """Build dataclass `cls` from `mapping`, validating keys, types and ranges.
 
     Args:
         cls: a dataclass whose fields were declared with `field`.
         mapping: the raw values (missing keys take the defaults).
         where: the dotted key path of this mapping, for error messages (e.g. ``training``).
-        source: the file (or ``--set``) the values come from, for error messages.
+        source: the file the values come from, for error messages.
+        origins: dotted key -> the option that set it (``--set training.lr=1e-2``), named in errors instead of
+            `source` for that key and the keys below it.
     """
+    origins = origins or {}
+    source = origin_of(where, source, origins)
     mapping = dict(mapping or {})
     if not isinstance(mapping, dict):
         raise SpecError(f"{source}: `{where}` must be a mapping, got {type(mapping).__name__}")
@@ -56,23 +80,36 @@ def build(cls: type[T], mapping: Mapping[str, Any] | None, *, where: str, source
     unknown = sorted(set(mapping) - set(fields))
     if unknown:
         valid = ", ".join(sorted(fields))
-        raise SpecError(f"{source}: unknown key `{_join(where, unknown[0])}` (valid keys: {valid})")
+        key = _join(where, unknown[0])
+        raise SpecError(f"{origin_of(key, source, origins)}: unknown key `{key}` (valid keys: {valid})")
     values: dict[str, Any] = {}
     for name, spec_field in fields.items():
         key = _join(where, name)
         if name in mapping:
-            values[name] = _check(mapping[name], hints[name], spec_field.metadata, key=key, source=source)
+            values[name] = _check(mapping[name], hints[name], spec_field.metadata, key=key,
+                                  source=origin_of(key, source, origins), origins=origins)
         elif spec_field.default is dataclasses.MISSING:
             raise SpecError(f"{source}: missing required key `{key}`")
     return cls(**values)
+
+
+def origin_of(key: str, source: str, origins: Mapping[str, str]) -> str:
+    """Where the value of dotted `key` came from: the origin of the key or of its nearest section, else `source`."""
+    parts = key.split(".")
+    for end in range(len(parts), 0, -1):
+        origin = origins.get(".".join(parts[:end]))
+        if origin is not None:
+            return origin
+    return source
 
 
 def _join(where: str, name: str) -> str:
     return f"{where}.{name}" if where else name
 
 
-def _check(value: Any, hint: Any, metadata: Mapping[str, Any], *, key: str, source: str) -> Any:
-    value = _coerce(value, hint, key=key, source=source)
+def _check(value: Any, hint: Any, metadata: Mapping[str, Any], *, key: str, source: str,
+           origins: Mapping[str, str]) -> Any:
+    value = _coerce(value, hint, key=key, source=source, origins=origins)
     choices = metadata.get("choices")
     if choices is not None and value not in choices:
         raise SpecError(f"{source}: `{key}` is {value!r}; expected one of {', '.join(map(str, choices))}")
@@ -90,24 +127,30 @@ def _check(value: Any, hint: Any, metadata: Mapping[str, Any], *, key: str, sour
     return value
 
 
-def _coerce(value: Any, hint: Any, *, key: str, source: str) -> Any:
+def _coerce(value: Any, hint: Any, *, key: str, source: str, origins: Mapping[str, str]) -> Any:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
         inner = [arg for arg in args if arg is not type(None)]
-        return _coerce(value, inner[0], key=key, source=source)
+        return _coerce(value, inner[0], key=key, source=source, origins=origins)
     if origin is tuple:
         if not isinstance(value, (list, tuple)):
             raise _type_error(key, source, value, "a list")
         item_hint = args[0]
-        return tuple(_coerce(item, item_hint, key=f"{key}[{i}]", source=source) for i, item in enumerate(value))
+        return tuple(_coerce(item, item_hint, key=f"{key}[{i}]", source=source, origins=origins)
+                     for i, item in enumerate(value))
+    if hint in (int, float) and isinstance(value, str):
+        number = read_number(value)
+        value = value if number is None else number
     if hint is bool:
         if not isinstance(value, bool):
             raise _type_error(key, source, value, "true or false")
         return value
     if hint is int:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise _type_error(key, source, value, "an integer")
         return value
@@ -122,7 +165,7 @@ def _coerce(value: Any, hint: Any, *, key: str, source: str) -> Any:
             raise _type_error(key, source, value, "a string")
         return value
     if dataclasses.is_dataclass(hint):
-        return build(hint, value, where=key, source=source)
+        return build(hint, value, where=key, source=source, origins=origins)
     raise TypeError(f"unsupported field type {hint!r} for {key}")
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from clbench.spec.benchmark import BenchmarkSpec
-from clbench.spec.fields import to_dict
+from clbench.spec.benchmark import BenchmarkSpec, TrainingSpec
+from clbench.spec.fields import build, to_dict
 
 INDENT = "  "
 
@@ -60,7 +60,9 @@ def render_spec(spec: BenchmarkSpec, hyperparameters: Mapping[str, Any], header:
         if training:
             lines.append(f"{INDENT * 2}training:  # this approach's own protocol values")
             docs = {f.name: f.metadata.get("doc", "") for f in dataclasses.fields(spec.training)}
-            lines += [commented(key, value, docs.get(key, ""), 3) for key, value in training.items()]
+            values = to_dict(build(TrainingSpec, {**to_dict(spec.training), **training},
+                                   where=f"approaches.{name}.training", source=spec.source, origins=spec.origins))
+            lines += [commented(key, values[key], docs.get(key, ""), 3) for key in training]
     if spec.datasets:
         lines.append("datasets:  # the spec's own data sets (paths as resolved against the spec file's folder)")
         for name, entry in spec.datasets.items():
