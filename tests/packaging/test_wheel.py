@@ -62,3 +62,20 @@ def test_installed_clbench_list_shows_the_shipped_benchmarks(installed: Path) ->
     output = run_installed(installed, "-m", "clbench", "list", "--no-parameters")
     for name in sorted(path.stem for path in (REPO / "benchmarks").glob("*.yaml")):
         assert f"│ {name} " in output, output
+
+
+def test_installed_metadata_has_the_package_s_version_and_declares_pillow(installed: Path) -> None:
+    code = ("import json, importlib.metadata as m, clbench; "
+            "print(json.dumps([clbench.__file__, m.version('clbench'), clbench.__version__, m.requires('clbench')]))")
+    module, version, package_version, requires = json.loads(run_installed(installed, "-c", code))
+    assert Path(module).is_relative_to(installed)
+    assert version == package_version == _version_in_source()
+    names = {requirement.split(";")[0].split(">")[0].split("=")[0].strip().lower() for requirement in requires}
+    assert "pillow" in names and "torchvision" not in names  # PIL is imported (data.custom); torchvision is not
+
+
+def _version_in_source() -> str:
+    """`__version__` as written in the checkout's clbench/__init__.py."""
+    [line] = [line for line in (REPO / "clbench" / "__init__.py").read_text().splitlines()
+              if line.startswith("__version__ = ")]
+    return line.split("=", 1)[1].strip().strip("\"'")
