@@ -2,11 +2,14 @@
 
 It predicts labels drawn from the task's training label distribution (seeded); nothing is trained.
 
-Task-aware, a learned task: the task's training label frequencies (the draws of schema-1 results, from the same
-generator in the same order). Task-agnostic, every candidate task learned: the pooled training labels of the
-candidate tasks (each class by its share of their training samples). A task not learned yet (stage 0, u > t), or
-a task-agnostic candidate set with one: uniform chance over the candidate classes. These extra draws come from
-a generator of their own, so the task-aware numbers of learned tasks are those clbench stored before.
+Task-aware, a learned task: the task's training label frequencies. Task-agnostic, every candidate task learned:
+the pooled training labels of the candidate tasks (each class by its share of their training samples). A task not
+learned yet (stage 0, u > t), or a task-agnostic candidate set with one: uniform chance over the candidate classes.
+
+The guesses of one cell (stage, task, evaluation) come from a generator seeded afresh for that cell from the run
+seed (`clbench.seeding`, purpose `random-classifier/stage-<t>/task-<u>/<evaluation>`, numbered as the stored rows):
+they do not depend on how many evaluations came before, so `train`, a resumed run and `clbench evaluate` give the
+same rows, and a checkpoint keeps no generator state.
 """
 
 from __future__ import annotations
@@ -46,13 +49,14 @@ class RandomClassifier(Approach):
     name = "random"
     summary = "stratified random classifier: the reference A_R"
     is_reference = True
+    # 1: each (stage, task, evaluation) draws from its own generator seeded from the run seed (before: two
+    # generators drawn on from run to stage, which `clbench evaluate` could not reproduce)
+    revision = 1
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)
         self.frequencies: dict[int, torch.Tensor] = {}
         self.train_sizes: dict[int, int] = {}
-        self.guess_generator = context.generator("random-classifier")
-        self.extra_generator = context.generator("random-classifier-extra")  # unlearned tasks, task-agnostic
 
     def build_network(self) -> torch.nn.Module:
         return torch.nn.Identity()  # nothing to learn
@@ -64,20 +68,19 @@ class RandomClassifier(Approach):
         return TaskLog(stage, 0, 0, float("nan"), 0.0, time.perf_counter() - start, 0)
 
     def evaluate(self, data: LabelledData, task: int) -> Evaluation:
-        guesses = stratified_guesses(self.frequencies[task], len(data), self.guess_generator)
-        accuracy = float((guesses == data.labels.cpu()).double().mean()) if len(data) else 0.0
-        return Evaluation(float("nan"), accuracy, len(data))
+        """The task-aware evaluation: the task's training frequencies if learned, else chance over its head."""
+        frequencies = self.frequencies.get(task)
+        if frequencies is None:
+            frequencies = uniform(self.context.head_sizes[task])
+        return self.guessed(data.labels.cpu(), frequencies, self.cell_generator(task, TASK_AWARE))
 
     def predicts_without_task_id(self) -> bool:
         return True
 
     def evaluate_task(self, data: LabelledData, task: int, n_candidates: int) -> dict[str, Evaluation]:
-        """Both evaluations (see the module docstring); the task-aware one of a learned task is `evaluate`."""
+        """Both evaluations (see the module docstring); the task-aware one is `evaluate`."""
         labels = data.labels.cpu()
-        if task in self.frequencies:
-            aware = self.evaluate(data, task)
-        else:
-            aware = self.guessed(labels, uniform(self.context.head_sizes[task]))
+        aware = self.evaluate(data, task)
         offsets = self.context.class_offsets
         candidates = range(n_candidates)
         if all(u in self.frequencies for u in candidates):
@@ -85,26 +88,31 @@ class RandomClassifier(Approach):
             frequencies = pooled / pooled.sum()
         else:
             frequencies = uniform(sum(self.context.head_sizes[u] for u in candidates))
-        return {TASK_AWARE: aware, TASK_AGNOSTIC: self.guessed(labels + offsets[task], frequencies)}
+        agnostic = self.guessed(labels + offsets[task], frequencies, self.cell_generator(task, TASK_AGNOSTIC))
+        return {TASK_AWARE: aware, TASK_AGNOSTIC: agnostic}
 
-    def guessed(self, labels: torch.Tensor, frequencies: torch.Tensor) -> Evaluation:
-        """The accuracy of guesses drawn from `frequencies` (the extra generator) against `labels` (CPU)."""
-        guesses = stratified_guesses(frequencies, len(labels), self.extra_generator)
+    def cell_generator(self, task: int, evaluation: str) -> torch.Generator:
+        """A generator for one (stage, task, evaluation), seeded from the run seed alone (module docstring).
+
+        The stage is the number of tasks learned so far (the stored rows' stage: 0 at initialisation, t + 1 after
+        task t); task and stage are numbered as the stored rows are (1-based task).
+        """
+        stage = len(self.frequencies)
+        return self.context.generator(f"random-classifier/stage-{stage}/task-{task + 1}/{evaluation}")
+
+    @staticmethod
+    def guessed(labels: torch.Tensor, frequencies: torch.Tensor, generator: torch.Generator) -> Evaluation:
+        """The accuracy of guesses drawn from `frequencies` with `generator` against `labels` (CPU)."""
+        guesses = stratified_guesses(frequencies, len(labels), generator)
         accuracy = float((guesses == labels).double().mean()) if len(labels) else 0.0
         return Evaluation(float("nan"), accuracy, len(labels))
 
     def extra_state(self) -> dict[str, Any]:
-        return {"frequencies": self.frequencies, "train_sizes": self.train_sizes,
-                "guess_generator": self.guess_generator.get_state(),
-                "extra_generator": self.extra_generator.get_state()}
+        return {"frequencies": self.frequencies, "train_sizes": self.train_sizes}
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         self.frequencies = dict(state.get("frequencies", {}))
         self.train_sizes = dict(state.get("train_sizes", {}))
-        if "guess_generator" in state:
-            self.guess_generator.set_state(state["guess_generator"])
-        if "extra_generator" in state:
-            self.extra_generator.set_state(state["extra_generator"])
 
 
 def uniform(n_classes: int) -> torch.Tensor:

@@ -23,10 +23,6 @@ from clbench.run.engine import execute, plan_runs, reevaluate
 CPU = torch.device("cpu")
 ONE_EPOCH = replace(TINY_TRAINING, max_epochs=1)
 BUILT_INS = sorted(name for name, cls in REGISTRY.items() if cls.__module__.startswith("clbench."))
-# random draws its guesses while it evaluates, and a checkpoint keeps its generators as they are after the stage's
-# evaluation (what a resumed run continues from): `evaluate` draws other guesses than `train` did
-NOT_REPRODUCED = {"random": "evaluate draws other guesses (the checkpoint keeps the generators after the "
-                            "stage's evaluation)"}
 
 
 def numbers(rows: list[dict[str, Any]]) -> dict[tuple[int, int, str], str]:
@@ -36,9 +32,7 @@ def numbers(rows: list[dict[str, Any]]) -> dict[tuple[int, int, str], str]:
 
 
 @pytest.mark.parametrize("scenario", ["task", "class"])
-@pytest.mark.parametrize("method", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=NOT_REPRODUCED[name]))
-    if name in NOT_REPRODUCED else name for name in BUILT_INS])
+@pytest.mark.parametrize("method", BUILT_INS)
 def test_evaluate_reproduces_the_rows_train_stored(method: str, scenario: str, tmp_path: Path) -> None:
     loader = synthetic_loader(n_train=64, n_test=32)
     [plan] = plan_runs(tiny_spec("mlp", n_tasks=2, training=ONE_EPOCH, scenario=scenario), [method], [0], tmp_path)
