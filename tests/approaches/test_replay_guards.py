@@ -1,6 +1,8 @@
-"""The replay memory's byte count with logits and its count of samples seen, by hand."""
+"""The replay memory's byte count with logits, its count of samples seen and its filled size, by hand."""
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -65,3 +67,35 @@ def test_set_contents_of_more_samples_than_seen_counts_them_as_seen() -> None:
     assert (len(empty), empty.seen) == (3, 3)
     buffer.set_contents(*exemplars(0))
     assert (len(buffer), buffer.seen) == (0, 5)  # emptied: nothing held, still 5 seen
+
+
+def test_after_set_contents_the_next_sample_fills_an_empty_slot_and_no_discarded_sample_comes_back() -> None:
+    buffer = ReplayBuffer(6)
+    offer(buffer, 0, 10, torch.Generator().manual_seed(0))  # samples 0..9: 6 of them kept
+    buffer.set_contents(*exemplars(4))  # 100..103 in slots 0-3; slots 4 and 5 empty (their samples discarded)
+    offer(buffer, 50, 1, torch.Generator().manual_seed(0))
+    # the first empty slot (4) takes sample 50; slot 5 stays empty: 5 samples, none of 0..9
+    assert len(buffer) == 5 and buffer.seen == 11
+    assert buffer.contents().labels.tolist() == [100, 101, 102, 103, 50]
+    assert buffer.contents().images[:, 0, 0, 0].tolist() == [100, 101, 102, 103, 50]
+    assert buffer.contents().task_ids.tolist() == [1, 1, 1, 1, 0]
+    offer(buffer, 51, 1, torch.Generator().manual_seed(0))  # the last empty slot
+    assert len(buffer) == 6 and buffer.seen == 12
+    assert buffer.contents().labels.tolist() == [100, 101, 102, 103, 50, 51]
+    restored = ReplayBuffer(6)
+    restored.load_state_dict(buffer.state_dict())
+    assert (len(restored), restored.seen, restored.contents().labels.tolist()) == (6, 12, [100, 101, 102, 103, 50, 51])
+
+
+def test_a_batch_after_set_contents_fills_the_empty_slots_then_samples_at_the_stream_position() -> None:
+    buffer = ReplayBuffer(6)
+    offer(buffer, 0, 10, torch.Generator().manual_seed(0))
+    buffer.set_contents(*exemplars(4))
+    offer(buffer, 50, 5, torch.Generator().manual_seed(0))  # samples 50..54 at stream positions i = 10..14
+    draws = torch.rand(5, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    # 50 and 51 fill the empty slots 4 and 5; 52..54 (i = 12, 13, 14) draw r = floor(u (i + 1)) in [0, i]:
+    # r = 5 (52 replaces 51, written earlier in the same batch), 12 and 9 (53 and 54 not kept: r >= 6)
+    assert [math.floor(float(draws[k]) * (10 + k + 1)) for k in (2, 3, 4)] == [5, 12, 9]
+    assert len(buffer) == 6 and buffer.seen == 15
+    assert buffer.contents().labels.tolist() == [100, 101, 102, 103, 50, 52]
+    assert buffer.contents().images[:, 0, 0, 0].tolist() == [100, 101, 102, 103, 50, 52]

@@ -7,6 +7,14 @@ r < capacity (so each of n seen samples is kept with probability capacity / n). 
 vectorised step: the draws do not depend on the memory's content, so drawing them all at once and letting the
 last writer of a slot win gives exactly the sequential algorithm. `set_contents` replaces the memory (iCaRL's
 class-balanced exemplar sets).
+
+The filled size is kept on its own, not derived from the count of samples seen: after `set_contents` of fewer
+than `capacity` samples, the slots past them hold nothing (whatever was there before is discarded for good). The
+next `add_reservoir` fills those empty slots first, in stream order (slot `size`, `size + 1`, ...), and once the
+memory is full continues reservoir sampling at stream position `seen` (a sample at position i is kept with
+probability capacity / (i + 1)): the memory's samples stand for the `seen` samples offered before. With
+`add_reservoir` alone the memory fills while i < capacity, so size == min(capacity, seen) and this is algorithm R
+unchanged, with the same draws (one per sample).
 """
 
 from __future__ import annotations
@@ -52,10 +60,14 @@ class ReplayBuffer:
             self.logits = torch.zeros((self.capacity, logits.shape[1]), dtype=logits.dtype, device=self.device)
 
     def reservoir_slots(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        """The slot of each of the next `n` stream samples (capacity: not kept), from one draw per sample."""
+        """The slot of each of the next `n` stream samples (capacity: not kept), from one draw per sample.
+
+        Sample k of the batch fills the empty slot `size + k` while there is one, else replaces the drawn slot r.
+        """
         index = torch.arange(self.seen, self.seen + n, dtype=torch.long)  # stream positions i
         draws = (torch.rand(n, generator=generator, dtype=torch.float64) * (index + 1)).long()  # r in [0, i]
-        return torch.where(index < self.capacity, index, draws).clamp_(max=self.capacity)
+        empty = torch.arange(self.size, self.size + n, dtype=torch.long)  # the next empty slots (capacity on: none)
+        return torch.where(empty < self.capacity, empty, draws).clamp_(max=self.capacity)
 
     def add_reservoir(self, images: torch.Tensor, labels: torch.Tensor, task_ids: torch.Tensor,
                       generator: torch.Generator, logits: torch.Tensor | None = None) -> None:
@@ -73,7 +85,7 @@ class ReplayBuffer:
         sources = writer[targets]
         self._write(targets.to(self.device), sources.to(images.device), images, labels, task_ids, logits)
         self.seen += n
-        self.size = min(self.capacity, self.seen)
+        self.size = min(self.capacity, self.size + n)  # the empty slots filled first (see reservoir_slots)
 
     def _write(self, targets: torch.Tensor, sources: torch.Tensor, images: torch.Tensor, labels: torch.Tensor,
                task_ids: torch.Tensor, logits: torch.Tensor | None) -> None:
