@@ -120,7 +120,9 @@ def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
     if not isinstance(training_overrides, dict):
         raise SpecError(f"{spec.source}: `{where}.training` must be a mapping of training keys, e.g. "
                         f"{{max_epochs: 50}}")
-    hyperparameters = build(cls.hyperparameters_class, section, where=where, source=spec.source)
+    hyperparameters = build(cls.hyperparameters_class, section, where=where, source=spec.source,
+                            origins=spec.origins)
     merged = {**to_dict(spec.training), **training_overrides}
-    training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source)
+    training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
+                     origins=spec.origins)
     return ResolvedApproach(cls, hyperparameters, replace(training))

@@ -98,3 +98,17 @@ def test_spec_writes_an_approach_s_own_protocol_values_as_numbers() -> None:
     assert result.exit_code == 0, result.output
     written = yaml.safe_load(result.stdout)["approaches"]["hat"]["training"]["lr"]
     assert written == 0.01 and type(written) is float
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--set", "hat.smax=abc"], "--set hat.smax=abc: `approaches.hat.smax` is 'abc' (str); expected a number"),
+    (["--grid", "hat.training.max_epochs=2,2.5"],
+     "--grid hat.training.max_epochs=2,2.5: `approaches.hat.training.max_epochs` is 2.5 (float); expected an integer"),
+])
+def test_a_refused_hyperparameter_names_the_option_that_gave_it(options: list[str], message: str,
+                                                                tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    result = runner.invoke(app, ["train", "mnist2", *options, "-m", "hat", "--results", str(results)])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+    assert not results.exists()
