@@ -4,7 +4,9 @@ Each step's gradient g (the current batch's loss) is compared with the reference
 `replay_batch_size` memory samples; when they conflict (g . g_ref < 0), g is projected:
 g - (g . g_ref / g_ref . g_ref) g_ref (Eq. 11, `functions.agem_project`), over all parameters as one vector
 (Mammoth `models/agem.py`). The episodic memory is filled at the end of each task with buffer_size // T random
-samples of that task (the paper's per-task episodic memory; Mammoth's `end_task` computes the same quota).
+samples of that task: the paper's per-task episodic memory, which clbench keeps. Mammoth's `end_task` computes that
+quota (`samples_per_task`) but does not use it: it offers one training batch of the task (the first batch of its
+train loader: labels and non-augmented inputs) to its reservoir buffer.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 A-GEM (Chaudhry et al. 2019, ICLR, "Efficient Lifelong Learning with A-GEM", Eq. 11): `agem_project`.
 DER++ (Buzzega et al. 2020, "Dark Experience for General Continual Learning"): `logit_matching_loss`.
 iCaRL (Rebuffi et al. 2017): `herding_order` (Algorithm 4), `class_means`, `nearest_mean_scores`
-(Algorithm 1), `icarl_distillation` (Algorithm 3's distillation term).
+(Algorithm 1), `icarl_loss` (Algorithm 3's one loss, as the authors' code computes it), `icarl_distillation`
+(FACIL's distillation term, added to a cross-entropy).
 """
 
 from __future__ import annotations
@@ -77,3 +78,25 @@ def icarl_distillation(logits: torch.Tensor, old_logits: torch.Tensor) -> torch.
     current, target = torch.sigmoid(logits), torch.sigmoid(old_logits)
     per_class = functional.binary_cross_entropy(current, target, reduction="none").mean(0)  # (old classes,)
     return per_class.sum()
+
+
+def icarl_loss(logits: torch.Tensor, targets: torch.Tensor, old_logits: torch.Tensor) -> torch.Tensor:
+    """iCaRL's loss of each sample: the mean over the outputs of BCE(sigmoid(g_y(x)), target_y); (B,).
+
+    The targets are the one-hot vector of the sample's class, except that the first `old_logits.shape[1]` outputs
+    (the earlier classes) take the previous network's sigmoid outputs instead, for every sample (exemplars too).
+    The authors' code forms this loss in `iCaRL-TheanoLasagne/main_cifar_100_theano.py` (sigmoid output layer,
+    one-hot targets with the old classes' columns set to the copied network's outputs, Lasagne's
+    `binary_crossentropy(...).mean()` over the batch and every output) and Mammoth in `models/icarl.py` `get_loss`
+    (`binary_cross_entropy_with_logits` against the same targets, mean over the batch and every output). Here the
+    mean over a sample's outputs; the caller takes the mean (training) or the sum (validation) over the batch.
+
+    Args:
+        logits: (B, C) the outputs of the classes taken into account (here: every class seen so far).
+        targets: (B,) each sample's class, an index into those C outputs.
+        old_logits: (B, C_old) the previous network's logits of the earlier classes (C_old may be 0).
+    """
+    hard = functional.one_hot(targets, logits.shape[1]).to(logits.dtype)  # (B, C)
+    soft = torch.sigmoid(old_logits).to(logits.dtype)  # (B, C_old)
+    target = torch.cat([soft, hard[:, soft.shape[1]:]], dim=1)  # (B, C)
+    return functional.binary_cross_entropy_with_logits(logits, target, reduction="none").mean(1)

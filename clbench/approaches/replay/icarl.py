@@ -1,15 +1,36 @@
 """iCaRL: incremental classifier and representation learning (Rebuffi, Kolesnikov, Sperl & Lampert 2017, CVPR).
 
 Training task t uses its data and the exemplars of every earlier class (Algorithm 3, "form combined training
-set"); the loss is the cross-entropy (over every class seen so far in the class scenario, on each sample's head in
-the task scenario) plus lamb times the distillation of the earlier classes' outputs towards the network as it was
-after the previous task: for each earlier class a binary cross-entropy between sigmoids (FACIL
-`src/approach/icarl.py` `criterion`, which follows the authors' code; lamb 1 is the paper's). After the task the
-memory keeps m = buffer_size // (classes seen) exemplars per class: the first m of each earlier class's herding
-order (Algorithm 5) and the first m by herding of each new class (Algorithm 4), and the class means of the
-exemplars' normalised features are computed. Prediction is the nearest mean of exemplars (Algorithm 1): task-aware
-among the task's classes, task-agnostic among every candidate class; before a class has exemplars (stage 0, a
-task not learned yet) the heads' logits are used instead.
+set"). The loss (`loss`) is one of:
+
+- `paper` (the default): one loss, the mean over the batch and the outputs of the binary cross-entropy between
+  each output's sigmoid and its target: the one-hot vector of the sample's class, except that the earlier classes'
+  targets are the sigmoid outputs of the network as it was after the previous task, for every sample
+  (`functions.icarl_loss`). This is what the authors' code trains with (`iCaRL-TheanoLasagne/
+  main_cifar_100_theano.py`: a sigmoid output layer, `binary_crossentropy(prediction, target_var).mean()`, the
+  old classes' target columns set to the copied network's outputs) and Mammoth (`models/icarl.py` `get_loss`).
+  Both give their network an output for every class of the data set from the start, so the classes not seen yet
+  are in the mean with target 0; here the outputs are those of the classes seen so far (tasks 0..t), as the
+  paper's network has one sigmoid output per class observed so far. At the last task the two are the same loss.
+  The paper's loss has no weight between classification and distillation, so `lamb` must stay 1 with it (refused
+  otherwise: a sweep over lamb would make runs that differ in name only).
+- `facil`: FACIL's variant (`src/approach/icarl.py` `criterion`): the cross-entropy (over every class seen so far
+  in the class scenario, on each sample's head in the task scenario) plus lamb times the sum over the earlier
+  classes of a binary cross-entropy between the sigmoids of the current and of the previous network
+  (`functions.icarl_distillation`; FACIL's own comment there: "The original code does not match with the paper
+  equation").
+
+The task scenario (each task's head, task id known) uses the same `paper` loss: sigmoid outputs are one binary
+problem each, so the one-hot target over every class seen so far needs no softmax across heads; the previous
+network's outputs keep the earlier heads as the class scenario keeps the earlier classes. The validation loss (it
+drives the lr schedule and early stopping) is the training objective summed over the batch: per sample the mean
+over the outputs (`paper`), or the cross-entropy plus lamb times the batch's mean distillation (`facil`).
+
+After the task the memory keeps m = buffer_size // (classes seen) exemplars per class: the first m of each earlier
+class's herding order (Algorithm 5) and the first m by herding of each new class (Algorithm 4), and the class means
+of the exemplars' normalised features are computed. Prediction is the nearest mean of exemplars (Algorithm 1):
+task-aware among the task's classes, task-agnostic among every candidate class; before a class has exemplars
+(stage 0, a task not learned yet) the heads' logits are used instead.
 """
 
 from __future__ import annotations
@@ -22,18 +43,36 @@ import torch
 from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo, tensors_to
 from clbench.approaches.regularizers import ParameterDict, frozen_network
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
-from clbench.approaches.replay.functions import class_means, herding_order, icarl_distillation, nearest_mean_scores
+from clbench.approaches.replay.functions import (
+    class_means,
+    herding_order,
+    icarl_distillation,
+    icarl_loss,
+    nearest_mean_scores,
+)
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
+from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet
 from clbench.spec.fields import field
+
+LOSSES = ("paper", "facil")
 
 
 @dataclass(frozen=True)
 class ICaRLHyperparameters(ReplayHyperparameters):
     """iCaRL's hyper-parameters."""
 
-    lamb: float = field(1.0, doc="weight of the distillation term (the paper: 1; FACIL's --lamb default 1)",
-                        minimum=0.0)
+    lamb: float = field(1.0, doc="loss facil: the weight of its distillation term (FACIL's --lamb default 1); the "
+                                 "paper's loss has no weight, so 1 there", minimum=0.0)
+    loss: str = field("paper", doc="paper: one sigmoid BCE, old classes' targets the previous network's sigmoids "
+                                   "(authors' code, Mammoth); facil: cross-entropy + lamb x BCE distillation (FACIL)",
+                      choices=LOSSES)
+
+    def __post_init__(self) -> None:
+        if self.loss == "paper" and self.lamb != 1.0:
+            raise SpecError(f"`approaches.icarl.lamb` is {self.lamb!r} with `approaches.icarl.loss` 'paper': the "
+                            "paper's loss has no distillation weight; leave lamb at 1, or set icarl.loss=facil for "
+                            "FACIL's cross-entropy + lamb x distillation")
 
 
 class ICaRL(ReplayApproach):
@@ -41,6 +80,9 @@ class ICaRL(ReplayApproach):
 
     name = "icarl"
     summary = "incremental classifier and representation learning (Rebuffi et al. 2017)"
+    # 1: the authors' loss by default (FACIL's before, now `loss: facil`); the distillation targets from the previous
+    # network's own heads (before: the current heads on the previous network's features)
+    revision = 1
     hyperparameters_class = ICaRLHyperparameters
     hparams: ICaRLHyperparameters
 
@@ -69,16 +111,39 @@ class ICaRL(ReplayApproach):
         return loss, correct
 
     def objective(self, batch: Batch, stage: int, reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
-        """(cross-entropy + lamb * distillation of the classes of tasks < stage, number correct on the heads)."""
+        """(the `loss` chosen, mean or summed over the batch; number correct on the heads)."""
         features = self.multihead.features(batch.inputs)
-        loss, correct = self.scenario_cross_entropy(features, batch, stage, reduction)
-        if stage == 0 or self.previous is None:
-            return loss, correct
+        old = self.previous_logits(batch.inputs, stage) if stage > 0 and self.previous is not None else None
+        if self.hparams.loss == "facil":
+            loss, correct = self.scenario_cross_entropy(features, batch, stage, reduction)
+            if old is None:
+                return loss, correct
+            distillation = icarl_distillation(self.seen_logits(features, stage), old)  # a mean over the batch
+            scale = batch.targets.shape[0] if reduction == "sum" else 1
+            return loss + self.hparams.lamb * distillation * scale, correct
+        seen = self.seen_logits(features, stage + 1)  # (B, classes of tasks <= stage)
+        per_sample = icarl_loss(seen, self.class_targets(batch), seen[:, :0] if old is None else old)  # (B,)
+        loss = per_sample.mean() if reduction == "mean" else per_sample.sum()
+        return loss, self.correct_on_heads(seen, batch, stage)
+
+    def previous_logits(self, inputs: torch.Tensor, stage: int) -> torch.Tensor:
+        """The previous network's logits of the classes of tasks < stage (its body and its heads), without
+        autograd: (B, their classes)."""
+        assert self.previous is not None
         with torch.no_grad():
-            old = self.seen_logits(self.previous.features(batch.inputs), stage)  # (B, classes of tasks < t)
-        distillation = icarl_distillation(self.seen_logits(features, stage), old)
-        scale = batch.targets.shape[0] if reduction == "sum" else 1
-        return loss + self.hparams.lamb * distillation * scale, correct
+            features = self.previous.features(inputs)  # (B, F)
+            return torch.cat([self.previous.heads[task](features) for task in range(stage)], dim=1)
+
+    def correct_on_heads(self, seen: torch.Tensor, batch: Batch, stage: int) -> torch.Tensor:
+        """Number correct from the logits of every class seen (B, C): the argmax over all of them in the class
+        scenario, over each sample's own head in the task scenario."""
+        targets = self.class_targets(batch)  # (B,) indices into the classes seen
+        if not self.class_scenario:
+            sizes = torch.tensor(self.context.head_sizes[:stage + 1], device=seen.device)
+            column_task = torch.repeat_interleave(torch.arange(stage + 1, device=seen.device), sizes)  # (C,)
+            own = column_task.unsqueeze(0) == self.task_ids(batch).unsqueeze(1)  # (B, C)
+            seen = seen.masked_fill(~own, float("-inf"))
+        return (seen.argmax(1) == targets).sum()
 
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
         self.select_exemplars(stage, tasks)
