@@ -54,3 +54,14 @@ def restored_registry():  # type: ignore[no-untyped-def]
 
     with kept_registry():
         yield
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+    """Say how the golden runs were compared (`tests/golden_runs.py`): exactly, or within tolerance and why."""
+    from golden_runs import GOLDEN_COMPARISONS, summary_lines
+
+    lines = summary_lines(config.stash.get(GOLDEN_COMPARISONS, []))
+    if lines:
+        terminalreporter.section("golden runs")
+        for line in lines:
+            terminalreporter.write_line(line)

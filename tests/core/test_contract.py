@@ -1,17 +1,18 @@
 """Every registered approach runs a tiny 3-task benchmark (MLP and conv) and fills its accuracy matrix.
 
-Each built-in run is also held to a golden record (`tests/golden/runs.json`): its config, data and reference
-hashes, and every stored accuracy and loss, bit for bit (on one CPU thread, as `conftest.py` sets). A change
-that alters a built-in's identity or numbers (a refactor that should be a pure move, a new spec field that
-should keep old hashes) fails here. The numbers are compared only under the torch version that recorded them
-(kernels differ between versions); the hashes always. Re-record, after checking that the change is meant:
+Each built-in run is also held to a golden record (`tests/golden/runs.json`, `tests/golden_runs.py`): its config,
+data and reference hashes, and every stored cell's accuracy and loss. Where the kernels are those that recorded
+(torch build, CPU capability, CPU model, threads: `golden_runs.kernel_identity`) the numbers must be equal bit
+for bit; elsewhere within a measured tolerance; the cells and hashes always exactly. The end of the pytest run
+says which comparison each golden run got. The replay family, joint and sgd have class-scenario records too
+(both evaluations). A change that alters a built-in's identity or numbers (a refactor that should be a pure
+move, a new spec field that should keep old hashes) fails here. Re-record, after checking that the change is
+meant, natively (no ATEN_CPU_CAPABILITY) and through pytest (one thread, as `conftest.py` sets):
 `CLBENCH_RECORD_GOLDEN=1 python -m pytest tests/core/test_contract.py`.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,21 +20,44 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from golden_runs import GOLDEN_COMPARISONS, compare_with_golden, golden_record, load_golden, recording, store_golden
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 
 from clbench.approaches import REGISTRY
 from clbench.metrics import accuracy_matrix, is_complete_matrix
-from clbench.run.engine import execute, plan_runs
+from clbench.run.engine import RunOutcome, execute, plan_runs
+from clbench.spec import BenchmarkSpec
 
 FAST = replace(TINY_TRAINING, max_epochs=2)
+# The conv runs train one epoch per task without dropout. At the tiny spec's settings (two epochs, dropout) they
+# stay at chance (loss ~2.27 of ln 10 = 2.30): the best of two epochs is then chosen between near-equal
+# validation losses, and that choice, flipped by another CPU's or torch's rounding, moved up to 13 of 60 test
+# predictions (derpp, imm-mode, ewc). Measured across the AVX512, AVX2 and DEFAULT kernels of one torch: with one
+# epoch and no dropout no prediction moved and no loss by more than 1.9e-6 (relative); every setting tried that
+# learned more (lr 0.1, 320 or 480 images, 2-3 epochs) moved 1 to 10 predictions somewhere (issue 35's note).
+CONV_TRAINING = replace(TINY_TRAINING, max_epochs=1)
+TRAIN_IMAGES = {"mlp": 160, "alexnet": 160}
+CLASS_SCENARIO_METHODS = ("agem", "derpp", "er", "icarl", "joint", "sgd")
+
+
+def contract_spec(network: str, scenario: str = "task") -> BenchmarkSpec:
+    if network == "mlp":
+        return tiny_spec("mlp", training=FAST, scenario=scenario)
+    spec = tiny_spec("alexnet", training=CONV_TRAINING, scenario=scenario)
+    return replace(spec, network=replace(spec.network, conv_dropout=(0.0, 0.0, 0.0), fc_dropout=0.0))
+
+
+def contract_run(method: str, network: str, scenario: str, tmp_path: Path) -> RunOutcome:
+    [plan] = plan_runs(contract_spec(network, scenario), [method], [0], tmp_path)
+    loader = synthetic_loader(n_train=TRAIN_IMAGES[network], n_test=60)
+    return execute(plan, device=torch.device("cpu"), loader=loader)
 
 
 @pytest.mark.parametrize("network", ["mlp", "alexnet"])
 @pytest.mark.parametrize("method", sorted(REGISTRY))
-def test_every_approach_fills_the_lower_triangle(method: str, network: str, tmp_path: Path) -> None:
-    spec = tiny_spec(network, training=FAST)
-    [plan] = plan_runs(spec, [method], [0], tmp_path)
-    outcome = execute(plan, device=torch.device("cpu"), loader=synthetic_loader(n_train=160, n_test=60))
+def test_every_approach_fills_the_lower_triangle(method: str, network: str, tmp_path: Path,
+                                                 request: pytest.FixtureRequest) -> None:
+    outcome = contract_run(method, network, "task", tmp_path)
     frame = pd.DataFrame(outcome.rows)
     learned = frame[(frame["evaluation"] == "task-aware") & (frame["task"] <= frame["stage"]) & (frame["stage"] >= 1)]
     matrix = accuracy_matrix(learned)
@@ -48,32 +72,25 @@ def test_every_approach_fills_the_lower_triangle(method: str, network: str, tmp_
         whole = {(t, u) for t in range(4) for u in range(1, 4)}
         assert cells == (whole if cls.predicts_unlearned_tasks else {(t, u) for t, u in whole if u <= t})
     if REGISTRY[method].__module__.startswith("clbench."):
-        check_golden(f"{method}/{network}", golden_record(outcome))
+        check_golden(f"{method}/{network}", golden_record(outcome), request)
 
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "runs.json"
+@pytest.mark.parametrize("method", CLASS_SCENARIO_METHODS)
+def test_class_scenario_runs_match_their_golden_records(method: str, tmp_path: Path,
+                                                        request: pytest.FixtureRequest) -> None:
+    """Class-incremental runs (one output space, replayed and joint batches that mix tasks), both evaluations."""
+    outcome = contract_run(method, "mlp", "class", tmp_path)
+    frame = pd.DataFrame(outcome.rows)
+    assert (frame["scenario"] == "class").all()
+    assert set(frame["evaluation"]) == {"task-aware", "task-agnostic"}
+    check_golden(f"{method}/mlp/class", golden_record(outcome), request)
 
 
-def golden_record(outcome) -> dict:  # type: ignore[no-untyped-def]
-    """What must not change for a built-in run: its identity hashes and every stored (stage, task) number."""
-    plan = outcome.plan
-    rows = sorted((row for row in outcome.rows  # the numbers of schema 1: task-aware, learned tasks
-                   if row["evaluation"] == "task-aware" and 1 <= row["task"] <= row["stage"]),
-                  key=lambda row: (row["stage"], row["task"]))
-    return {"config_hash": plan.config_hash, "data_hash": plan.data_hash, "reference_hash": plan.reference_hash,
-            "torch": torch.__version__,
-            "rows": [[row["stage"], row["task"], row["accuracy"], row["loss"]] for row in rows]}
-
-
-def check_golden(key: str, record: dict) -> None:
-    stored = json.loads(GOLDEN.read_text()) if GOLDEN.is_file() else {}
-    if os.environ.get("CLBENCH_RECORD_GOLDEN"):
-        stored[key] = record
-        GOLDEN.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")
+def check_golden(key: str, record: dict, request: pytest.FixtureRequest) -> None:
+    if recording():
+        store_golden(key, record)
         return
-    assert key in stored, f"no golden record for {key}: record it with CLBENCH_RECORD_GOLDEN=1 (see the docstring)"
-    expected = stored[key]
-    identity = ("config_hash", "data_hash", "reference_hash")
-    assert {name: record[name] for name in identity} == {name: expected[name] for name in identity}, key
-    if expected["torch"] == record["torch"]:
-        assert json.dumps(record["rows"]) == json.dumps(expected["rows"]), key  # as text: NaN (random's loss) == NaN
+    comparison = compare_with_golden(key, record, load_golden())
+    request.node.user_properties.append(("golden", comparison.mode))
+    request.config.stash.setdefault(GOLDEN_COMPARISONS, []).append((comparison, record["kernels"]))
+
