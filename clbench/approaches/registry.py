@@ -9,6 +9,7 @@ named on the command line is; `clbench.approaches.plugins` adds entry points and
 
 from __future__ import annotations
 
+import copy
 import importlib
 from dataclasses import dataclass, replace
 from typing import Any
@@ -25,7 +26,8 @@ from clbench.approaches.plugins import (
 )
 from clbench.errors import SpecError
 from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections
-from clbench.spec.fields import build, to_dict
+from clbench.spec.fields import build, origin_of, to_dict
+from clbench.spec.grid import GridAxis, value_text
 
 __all__ = ["ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach", "resolve",
            "approach_names", "load_builtin", "load_methods", "lookup"]
@@ -102,14 +104,54 @@ def resolve(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
 
     `method` is a registered name or a plugin's method spec (`file.py:Class`, `package.module:Class`). Every other
     approach section is validated too (names against the registry, keys against each dataclass), so that a typo in
-    a section of an approach that is not run, e.g. from `--grid`, is an error as well.
+    a section of an approach that is not run, e.g. from `--grid`, is an error as well. So is every default grid
+    (`grids:`): each key must be a key of its approach and each value valid for it, refused with the message
+    `--set` gives for that key and value, and no two values may be the same once read (`1000`, `1e3`).
     """
     method = lookup(method).name
     check_approach_sections(spec, approach_names())
     for other in spec.approaches:
         if other != method:
             _build(spec, other)
+    for grid_method, axes in spec.grids.items():
+        for axis in axes:
+            _check_grid_axis(spec, grid_method, axis)
     return _build(spec, method)
+
+
+def _check_grid_axis(spec: BenchmarkSpec, method: str, axis: GridAxis) -> None:
+    """Each value of one default-grid key, validated as `--set METHOD.KEY=VALUE` would be; distinct once typed."""
+    name = f"grids.{method}.{axis.key}"
+    where = origin_of(name, spec.source, spec.origins)
+    path = axis.key.split(".")
+    seen: list[tuple[Any, str]] = []
+    for value in axis.values:
+        text = value_text(value)
+        origin = f"{where} ({name}: {text})"
+        section = copy.deepcopy(spec.approach_section(method))
+        node = section
+        for depth, part in enumerate(path[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise SpecError(f"{origin}: `{'.'.join(['approaches', method, *path[:depth + 1]])}` is not a section")
+            node = child
+        node[path[-1]] = value
+        point = replace(spec, approaches={**spec.approaches, method: section},
+                        origins={**spec.origins, f"approaches.{method}.{axis.key}": origin})
+        typed = _typed_value(_build(point, method), path)
+        earlier = next((shown for other, shown in seen if other == typed), None)
+        if earlier is not None:
+            raise SpecError(f"{where}: `{name}`: {earlier} and {text} are the same value ({typed!r}); give each "
+                            f"value once")
+        seen.append((typed, text))
+
+
+def _typed_value(resolved: ResolvedApproach, path: list[str]) -> Any:
+    """The validated value at a grid key: a hyper-parameter, or `training.KEY` of the approach's protocol."""
+    node: Any = resolved.training if path[0] == "training" else resolved.hyperparameters
+    for part in path[1:] if path[0] == "training" else path:
+        node = getattr(node, part)
+    return node
 
 
 def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:

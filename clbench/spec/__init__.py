@@ -3,7 +3,7 @@
 - `benchmark`: the spec's sections (`DataSpec`, `NetworkSpec`, `TrainingSpec`, `BenchmarkSpec`), finding and
   loading a spec file (variants, `--set` overrides), validation;
 - `fields`: typed dataclass fields with their docs and ranges, building them from mappings, stable hashes;
-- `grid`: `--grid KEY=V1,V2` -> one `--set` list per grid point;
+- `grid`: `--grid KEY=V1,V2` -> one `--set` list per grid point; a spec's default grids (`grids:`, `default_grid`);
 - `render`: a resolved spec written back as commented YAML (`clbench spec`).
 
 The names of `benchmark` are re-exported here: `from clbench.spec import load_benchmark, BenchmarkSpec`.

@@ -1,8 +1,11 @@
 """Benchmark specs: `benchmarks/<name>.yaml` -> validated, typed objects.
 
 A spec has the keys `name`, `description`, `data`, `network`, `training`, `approaches`, and optionally
-`variant` + `variants` (named sets of overrides, e.g. pmnist's small/medium/large network) and `datasets`
-(the spec's own data sets: an image folder or an npz file, see `clbench.data.custom`). Overrides from
+`variant` + `variants` (named sets of overrides, e.g. pmnist's small/medium/large network), `datasets`
+(the spec's own data sets: an image folder or an npz file, see `clbench.data.custom`) and `grids` (each
+approach's default hyper-parameter grid for `clbench tune`, with where its values were published; see
+`clbench.spec.grid`). The grids are kept apart from `approaches`: a grid is not a run's config, so it enters no
+config, data or reference hash, and an approach section stays exactly its hyper-parameters. Overrides from
 `--set KEY=VALUE` are applied last; a first key segment that names an approach means `approaches.<name>`. A value
 refused by validation is named with the option that gave it (`--set ...`, `--grid ...`), else with the file.
 Approach sections are validated against the approach's own hyper-parameter dataclass by
@@ -25,9 +28,10 @@ import yaml
 
 from clbench.errors import SpecError
 from clbench.spec.fields import build, field, origin_of, parse_override
+from clbench.spec.grid import GridAxis, read_spec_grids
 
 TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants",
-                  "datasets")
+                  "datasets", "grids")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 """The rule every name that becomes a folder follows (benchmarks, approaches, a spec's own data sets): letters,
 digits, `.`, `_`, `-`, starting with a letter or digit, so never `.`, `..` or a path with `/`."""
@@ -137,6 +141,7 @@ class BenchmarkSpec:
     training: TrainingSpec
     approaches: dict[str, dict[str, Any]]
     datasets: dict[str, DatasetEntry] = dataclass_field(default_factory=dict)  # own data sets, absolute paths
+    grids: dict[str, tuple[GridAxis, ...]] = dataclass_field(default_factory=dict)  # approach -> `tune`'s default grid
     overrides: tuple[str, ...] = ()  # the `--set`/`--grid` texts applied, to name them in errors
     origins: dict[str, str] = dataclass_field(default_factory=dict)  # dotted key -> the option that set it
 
@@ -240,7 +245,8 @@ def load_benchmark(name_or_path: str, overrides: Sequence[str] = (),
 
 
 def check_approach_sections(spec: BenchmarkSpec, known: Collection[str]) -> None:
-    """Raise SpecError if an approach section (from the file, its variant, `--set` or `--grid`) is not in `known`.
+    """Raise SpecError if an approach section (from the file, its variant, `--set` or `--grid`), or a section of
+    `grids:`, is not in `known`.
 
     Args:
         spec: a loaded spec.
@@ -248,12 +254,23 @@ def check_approach_sections(spec: BenchmarkSpec, known: Collection[str]) -> None
     """
     unknown = sorted(set(spec.approaches) - set(known))
     if not unknown:
+        _check_grid_sections(spec, known)
         return
     name = unknown[0]
     culprit = next((text for text in spec.overrides if _override_section(text) == name), None)
     where = f"override {culprit!r} (--set/--grid)" if culprit else f"section `approaches.{name}`"
     raise SpecError(f"{spec.source}: {where} names unknown approach {name!r}; known approaches: "
                     f"{', '.join(sorted(known))} (fix the spelling, or remove the section)")
+
+
+def _check_grid_sections(spec: BenchmarkSpec, known: Collection[str]) -> None:
+    """SpecError if `grids:` has a section for an approach not in `known` (`grids.haat`)."""
+    unknown = sorted(set(spec.grids) - set(known))
+    if unknown:
+        name = unknown[0]
+        raise SpecError(f"{origin_of(f'grids.{name}', spec.source, spec.origins)}: section `grids.{name}` names "
+                        f"unknown approach {name!r}; known approaches: {', '.join(sorted(known))} (fix the "
+                        f"spelling, or remove the section)")
 
 
 def _override_section(text: str) -> str | None:
@@ -300,7 +317,7 @@ def _set(raw: dict[str, Any], key_path: list[str], value: Any) -> list[str]:
     node = raw
     for depth, part in enumerate(key_path[:-1]):
         child = node.get(part)
-        if child is None and (depth == 0 or key_path[0] == "approaches"):
+        if child is None and (depth == 0 or key_path[0] in ("approaches", "grids")):
             child = node[part] = {}
         if not isinstance(child, dict):
             raise SpecError(f"--set {'.'.join(key_path)}: `{'.'.join(key_path[:depth + 1])}` is not a section")
@@ -336,6 +353,7 @@ def _validate(raw: dict[str, Any], source: str, origins: dict[str, str]) -> Benc
         training=build(TrainingSpec, raw.get("training"), where="training", source=source, origins=origins),
         approaches={name: dict(values) for name, values in approaches.items()},
         datasets=datasets,
+        grids=read_spec_grids(raw.get("grids"), source, origins),
     )
 
 

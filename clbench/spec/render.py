@@ -1,7 +1,8 @@
 """A resolved benchmark spec written back as YAML, each field commented with its dataclass doc (`clbench spec`).
 
 The text loads back into the same resolved spec: same data, network and training values, same variant name,
-same approach hyper-parameters, hence the same config hashes. Torch-free: the approaches' validated
+same approach hyper-parameters, hence the same config hashes, and the same default grids (`grids:`, each key's
+values with their `source:`). Torch-free: the approaches' validated
 hyper-parameters are passed in by the caller.
 """
 
@@ -40,6 +41,33 @@ def dataclass_lines(instance: Any, depth: int) -> list[str]:
             for f in dataclasses.fields(instance)]
 
 
+def grid_lines(spec: BenchmarkSpec, hyperparameters: Mapping[str, Any]) -> list[str]:
+    """The `grids:` section: each approach's default grid for `clbench tune`, a key's doc as its comment."""
+    if not spec.grids:
+        return []
+    lines = ["grids:  # `clbench tune`'s default grid per approach: the values to try and where they were published "
+             "(no run's config)"]
+    training_docs = {f.name: f.metadata.get("doc", "") for f in dataclasses.fields(TrainingSpec)}
+    for name, axes in spec.grids.items():
+        lines.append(f"{INDENT}{flow(name)}:")
+        instance = hyperparameters.get(name)
+        docs = {f.name: f.metadata.get("doc", "") for f in dataclasses.fields(instance)} if instance else {}
+        opened: list[str] = []
+        for axis in axes:
+            *section, key = axis.key.split(".")
+            for depth, part in enumerate(section):
+                if opened[:depth + 1] != section[:depth + 1]:
+                    lines.append(f"{INDENT * (2 + depth)}{flow(part)}:")
+            opened = section
+            depth = 2 + len(section)
+            doc = (training_docs if section == ["training"] else docs if not section else {}).get(key, "")
+            lines.append(f"{INDENT * depth}{flow(key)}:" + (f"  # {doc}" if doc else ""))
+            lines.append(commented("values", list(axis.values), "tried by `clbench tune`", depth + 1))
+            if axis.source:
+                lines.append(commented("source", axis.source, "where these values were published", depth + 1))
+    return lines
+
+
 def render_spec(spec: BenchmarkSpec, hyperparameters: Mapping[str, Any], header: list[str]) -> str:
     """The YAML text of a resolved spec.
 
@@ -63,6 +91,7 @@ def render_spec(spec: BenchmarkSpec, hyperparameters: Mapping[str, Any], header:
             values = to_dict(build(TrainingSpec, {**to_dict(spec.training), **training},
                                    where=f"approaches.{name}.training", source=spec.source, origins=spec.origins))
             lines += [commented(key, values[key], docs.get(key, ""), 3) for key in training]
+    lines += grid_lines(spec, hyperparameters)
     if spec.datasets:
         lines.append("datasets:  # the spec's own data sets (paths as resolved against the spec file's folder)")
         for name, entry in spec.datasets.items():

@@ -29,6 +29,7 @@ def assert_same_resolved_spec(original: str, copy: Path, overrides: list[str]) -
     assert (after.name, after.description, after.variant) == (before.name, before.description, before.variant)
     assert (after.data, after.network, after.training) == (before.data, before.network, before.training)
     assert list(after.approaches) == list(before.approaches)
+    assert after.grids == before.grids  # `clbench tune`'s default grids, values and sources
     for method in before.approaches:
         assert resolve(after, method) == resolve(before, method), method
     methods = list(before.approaches)
