@@ -24,12 +24,15 @@ def accuracy_matrices(frame: pd.DataFrame) -> dict[str, np.ndarray]:
 
     One vectorised assignment for all runs; T is each run's largest stage or task, missing entries are NaN. Of
     results-schema-2 rows only those of learned tasks are taken (stages t >= 1, tasks u <= t: stage 0 and the rows
-    above the diagonal are not part of this matrix), and rows of both evaluations are refused (ValueError): select
-    the task-aware or the task-agnostic rows first, never a mix.
+    above the diagonal are not part of this matrix), and rows of both evaluations, or of both splits (results
+    schema 3: test and validation), are refused (ValueError): select one first, never a mix.
     """
     if "evaluation" in frame and frame["evaluation"].nunique() > 1:
         raise ValueError("rows of both evaluations (task-aware and task-agnostic): select one before building "
                          "accuracy matrices")
+    if "split" in frame and frame["split"].nunique() > 1:
+        raise ValueError("rows of both splits (test and validation): select one (`clbench.results.select_split`) "
+                         "before building accuracy matrices")
     if not frame.empty and (frame["stage"] < 1).any() | (frame["task"] > frame["stage"]).any():
         frame = frame[(frame["stage"] >= 1) & (frame["task"] <= frame["stage"])]
     if frame.empty:

@@ -1,10 +1,12 @@
 """The results store: one folder per run, tidy long-format Parquet, atomic writes, provenance.
 
 Layout: `<results>/<benchmark>/<method>/<config hash>/seed-<seed>/`
-- `accuracy.parquet`: one row per (stage t, task u, evaluation) of a finished run (the columns are `COLUMNS`):
-  stage 0 is the network at initialisation, every task is evaluated at every stage, `evaluation` is task-aware
-  (the task's own head) or task-agnostic (argmax over the classes of tasks 1..max(t, u)); schema 1 files hold
-  only the task-aware rows of tasks u <= t, t >= 1;
+- `accuracy.parquet`: one row per (stage t, task u, evaluation, split) of a finished run (the columns are
+  `COLUMNS`): stage 0 is the network at initialisation, every task is evaluated at every stage, `evaluation` is
+  task-aware (the task's own head) or task-agnostic (argmax over the classes of tasks 1..max(t, u)), `split` is
+  `test` (the task's test set) or `validation` (the validation split the protocol held out of its training set);
+  `n_test` is the number of samples of the row's split that were evaluated; schema 1 files hold only the
+  task-aware test rows of tasks u <= t, t >= 1, schema 1 and 2 files only test rows (no `split` column);
 - `run.json`: the resolved config, the command's overrides, provenance and status (running/complete/failed);
   provenance includes `approach_origin` (also a JSON column of the rows): `{"kind": "built-in", "module"}`, a
   plugin file's `path` and `sha256`, a plugin `module`, or an entry point's `distribution` and `version`;
@@ -30,12 +32,15 @@ import pandas as pd
 import clbench
 from clbench.errors import ResultsError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # 1: task-aware rows of stages 1..T, tasks u <= t. 2: adds `evaluation` (task-aware / task-agnostic) and
 # `scenario` (task / class), the stage-0 rows (at initialisation) and every task at every stage, and the memory
-# the approach kept after the stage (`memory_samples`, `memory_bytes`: `Approach.memory_usage`).
-READABLE_SCHEMA_VERSIONS = (1, 2)
+# the approach kept after the stage (`memory_samples`, `memory_bytes`: `Approach.memory_usage`). 3: adds `split`
+# (test / validation): every cell also evaluated on the task's validation split, `n_test` counting the samples
+# of the row's split (schema 1 and 2 rows are test rows).
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 EVALUATIONS = ("task-aware", "task-agnostic")
+TEST, VALIDATION = SPLITS = ("test", "validation")
 SCENARIOS = ("task", "class")
 ACCURACY_FILE = "accuracy.parquet"
 EVALUATION_FILE = "evaluation.parquet"  # `clbench evaluate`: the same schema, recomputed from checkpoints
@@ -44,7 +49,7 @@ RUN_FILE = "run.json"
 IDENTITY_COLUMNS = ["run_id", "benchmark", "variant", "method", "seed", "config_hash", "data_hash"]
 COLUMNS = [
     "schema_version", *IDENTITY_COLUMNS, "reference_hash", "hyperparameters", "overrides", "approach_origin",
-    "scenario", "evaluation", "stage", "task", "task_name", "accuracy", "loss", "n_test",
+    "scenario", "evaluation", "split", "stage", "task", "task_name", "accuracy", "loss", "n_test",
     "stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds", "stage_eval_seconds",
     "memory_samples", "memory_bytes",
     "clbench_version", "git_commit", "torch_version", "cuda_version", "device", "hostname",
@@ -154,6 +159,25 @@ def parquet_bytes(frame: pd.DataFrame, metadata: dict[str, Any] | None = None) -
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return sink.getvalue().to_pybytes()
+
+
+def row_split(row: dict[str, Any]) -> str:
+    """The split of one stored row (a row without `split`, written before results schema 3, is a test row)."""
+    split = row.get("split")
+    return split if isinstance(split, str) else TEST
+
+
+def select_split(frame: pd.DataFrame, split: str = TEST) -> pd.DataFrame:
+    """The rows of `frame` evaluated on `split` (test or validation), every column kept; rows without a `split`
+    (results schema 1 and 2, written before validation rows) are test rows. ValueError for another split name.
+
+    Every reader of accuracy rows goes through this (or `row_split` for rows as dicts): test rows unless told.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r}: use one of {', '.join(SPLITS)}")
+    if "split" not in frame:
+        return frame if split == TEST else frame.iloc[0:0]
+    return frame[frame["split"].fillna(TEST) == split]
 
 
 def accuracy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:

@@ -1,8 +1,8 @@
 """Golden records of built-in runs (`tests/golden/runs.json`): what they hold, and how a run is held to them.
 
-A record keeps a run's identity hashes, the cells it stored (evaluation, stage, task, number of test images) and
-every cell's accuracy and loss, with the identity of the kernels that computed them (`kernel_identity`). The
-comparison (`compare_with_golden`) is one of two, and says which:
+A record keeps a run's identity hashes, the cells it stored (split, evaluation, stage, task, number of images of
+the split) and every cell's accuracy and loss, with the identity of the kernels that computed them
+(`kernel_identity`). The comparison (`compare_with_golden`) is one of two, and says which:
 
 - "exact": here, the kernels are those that recorded (same torch build, same ATen CPU capability, same CPU model
   and instruction sets, same number of threads). Every number must be equal bit for bit.
@@ -61,13 +61,13 @@ def kernel_identity() -> dict[str, Any]:
 
 
 def golden_record(outcome: Any) -> dict[str, Any]:
-    """A run's record: identity hashes, kernels, and every stored cell (evaluation, stage, task, n_test, accuracy,
-    loss), in a fixed order."""
+    """A run's record: identity hashes, kernels, and every stored cell (split, evaluation, stage, task, n_test,
+    accuracy, loss), in a fixed order (test rows first)."""
     plan = outcome.plan
-    rows = sorted(outcome.rows, key=lambda row: (row["evaluation"], row["stage"], row["task"]))
+    rows = sorted(outcome.rows, key=lambda row: (row["split"], row["evaluation"], row["stage"], row["task"]))
     return {"config_hash": plan.config_hash, "data_hash": plan.data_hash, "reference_hash": plan.reference_hash,
             "kernels": kernel_identity(),
-            "rows": [[row["evaluation"], int(row["stage"]), int(row["task"]), int(row["n_test"]),
+            "rows": [[row["split"], row["evaluation"], int(row["stage"]), int(row["task"]), int(row["n_test"]),
                       float(row["accuracy"]), float(row["loss"])] for row in rows]}
 
 
@@ -103,17 +103,18 @@ def compare_with_golden(key: str, record: dict[str, Any], stored: dict[str, Any]
     assert "kernels" in expected, f"{key}: the record names no kernels; re-record it ({RECORD_VARIABLE}=1)"
     for name in ("config_hash", "data_hash", "reference_hash"):
         assert record[name] == expected[name], f"{key}: {name} {record[name]} != recorded {expected[name]}"
-    cells = [row[:4] for row in record["rows"]]
-    recorded_cells = [row[:4] for row in expected["rows"]]
-    assert cells == recorded_cells, f"{key}: stored cells (evaluation, stage, task, n_test) differ from the record"
+    cells = [row[:5] for row in record["rows"]]
+    recorded_cells = [row[:5] for row in expected["rows"]]
+    assert cells == recorded_cells, (f"{key}: stored cells (split, evaluation, stage, task, n_test) differ from the "
+                                     f"record")
     if record["kernels"] == expected["kernels"]:
         # As text: NaN (random's loss) equals NaN, and every digit counts.
         assert json.dumps(record["rows"]) == json.dumps(expected["rows"]), f"{key}: numbers differ (exact)"
         return Comparison(key, EXACT, expected["kernels"])
     for row, want in zip(record["rows"], expected["rows"]):
-        cell = f"{key} {row[0]} stage {row[1]} task {row[2]}"
-        assert abs(row[4] - want[4]) <= ACCURACY_ATOL, f"{cell}: accuracy {row[4]} vs recorded {want[4]}"
-        assert same_loss(row[5], want[5]), f"{cell}: loss {row[5]} vs recorded {want[5]} (rtol {LOSS_RTOL})"
+        cell = f"{key} {row[0]} {row[1]} stage {row[2]} task {row[3]}"
+        assert abs(row[5] - want[5]) <= ACCURACY_ATOL, f"{cell}: accuracy {row[5]} vs recorded {want[5]}"
+        assert same_loss(row[6], want[6]), f"{cell}: loss {row[6]} vs recorded {want[6]} (rtol {LOSS_RTOL})"
     return Comparison(key, TOLERANCE, expected["kernels"])
 
 

@@ -24,9 +24,11 @@ class StopInTask2(SilentObserver):
 
 
 def same_numbers(first: list[dict], second: list[dict]) -> bool:
-    """Every row's (stage, task, evaluation, accuracy, loss) equal, NaN losses (the random classifier) included."""
+    """Every row's (stage, task, evaluation, split, accuracy, loss) equal, NaN losses (the random classifier)
+    included."""
     def key(row: dict) -> tuple:
         loss = row["loss"]
-        return row["stage"], row["task"], row.get("evaluation"), row["accuracy"], "nan" if math.isnan(loss) else loss
+        return (row["stage"], row["task"], row.get("evaluation"), row.get("split"), row["accuracy"],
+                "nan" if math.isnan(loss) else loss)
 
     return len(first) == len(second) and [key(r) for r in first] == [key(r) for r in second]

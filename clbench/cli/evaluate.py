@@ -1,4 +1,4 @@
-"""`clbench evaluate`: recompute per-task test accuracies from the checkpoints `train` saved."""
+"""`clbench evaluate`: recompute per-task test (and validation) accuracies from the checkpoints `train` saved."""
 
 from __future__ import annotations
 
@@ -32,10 +32,11 @@ def evaluate(
     data_dir: Path | None = DataDirOption,
     mirror: str | None = MirrorOption,
 ) -> None:
-    """Re-evaluate trained runs from their per-task checkpoints; writes evaluation.parquet in each run folder."""
+    """Re-evaluate trained runs from their per-task checkpoints; writes evaluation.parquet (test and validation
+    rows) in each run folder and shows the test accuracies."""
     from rich.table import Table
 
-    from clbench.results import check_results_folder
+    from clbench.results import TEST, check_results_folder, row_split
     from clbench.run.engine import check_shipped_name, fetching_loader, plan_runs, reevaluate, resolve_device
     from clbench.spec import load_benchmark
 
@@ -49,7 +50,7 @@ def evaluate(
     loader = fetching_loader(data_dir or default_data_dir(), mirror)
     table = Table("run", "stage", "mean accuracy", "per task")
     for plan in plans:
-        rows = reevaluate(plan, device=torch_device, loader=loader)
+        rows = [row for row in reevaluate(plan, device=torch_device, loader=loader) if row_split(row) == TEST]
         for stage in sorted({row["stage"] for row in rows}):
             accuracies = [row["accuracy"] for row in rows if row["stage"] == stage]
             table.add_row(plan.run_id, str(stage), f"{100 * sum(accuracies) / len(accuracies):.2f}%",

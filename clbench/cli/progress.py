@@ -136,10 +136,12 @@ class RunsOverview:
 
 
 def final_means(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """The mean accuracy over every task after the last stage, per evaluation (task-aware first)."""
+    """The mean test accuracy over every task after the last stage, per evaluation (task-aware first)."""
+    from clbench.results import TEST, row_split
+
     last = max((row["stage"] for row in rows), default=0)
     by_evaluation: dict[str, list[float]] = {}
     for row in rows:
-        if row["stage"] == last:
+        if row["stage"] == last and row_split(row) == TEST:
             by_evaluation.setdefault(row.get("evaluation", "task-aware"), []).append(row["accuracy"])
     return {name: sum(values) / len(values) for name, values in sorted(by_evaluation.items(), reverse=True)}

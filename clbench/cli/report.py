@@ -32,6 +32,7 @@ class ReportRequest:
     monitoring: bool = False
     paper: bool = False
     evaluation: str = "task-aware"
+    split: str = "test"
 
 
 @handle_errors
@@ -55,6 +56,8 @@ def report(
     evaluation: str = typer.Option("task-aware", "--evaluation", help="task-aware (the task's own head: the task "
                                    "id given, the paper's numbers) or task-agnostic (argmax over every class seen "
                                    "so far, no task id)."),
+    split: str = typer.Option("test", "--split", help="test (each task's test set: the paper's numbers) or "
+                              "validation (the split the protocol holds out of each task's training data)."),
     ci: bool = typer.Option(False, "--ci", help="Cells as mean ± half-width of the Student-t 95% confidence "
                             "interval instead of mean (std)."),
     references: bool = typer.Option(False, "--references", help="Also list joint and random as rows."),
@@ -78,9 +81,14 @@ def report(
         raise ClbenchError(f"--metric {metric}: {UNAVAILABLE_METRICS[metric]}")
     if evaluation not in ("task-aware", "task-agnostic"):
         raise ClbenchError(f"--evaluation {evaluation!r}: use task-aware or task-agnostic")
+    if split not in ("test", "validation"):
+        raise ClbenchError(f"--split {split!r}: use test or validation")
+    if paper and split != "test":
+        raise ClbenchError("--paper compares test numbers with the paper's: leave out --split validation")
     others = summary or time or hat or monitoring or paper
     request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
-                            references, parse_seeds(seeds) if seeds else None, plot, monitoring, paper, evaluation)
+                            references, parse_seeds(seeds) if seeds else None, plot, monitoring, paper, evaluation,
+                            split)
     text, figures = run_report(results, benchmark, request)
     if output is not None:
         output.write_text(text)
@@ -138,7 +146,7 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
     from clbench.approaches.hat import report as hat_report
 
     loaded = tables.load_results(results, name, request.seeds, spec_argument=spec_argument,
-                                 evaluation=request.evaluation)
+                                 evaluation=request.evaluation, split=request.split)
     fmt, ci = request.fmt, request.ci
     sections = []
     main = None
@@ -171,7 +179,7 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
         if {"task-aware", "task-agnostic"} <= evaluations:  # both evaluations in one figure
             flipped = "task-agnostic" if request.evaluation == "task-aware" else "task-aware"
             other = tables.build_report(results, name, request.metric, request.references, results=tables.load_results(
-                results, name, request.seeds, spec_argument=spec_argument, evaluation=flipped))
+                results, name, request.seeds, spec_argument=spec_argument, evaluation=flipped, split=request.split))
     figures = _draw(request, main, hat, other)
     if request.monitoring:
         found, drawn = _monitoring_sections(loaded, name, request)

@@ -21,10 +21,13 @@ from clbench.results import (
     EVALUATIONS,
     READABLE_SCHEMA_VERSIONS,
     RUN_FILE,
+    SPLITS,
+    TEST,
     DamagedFileError,
     check_schema,
     parse_run_file,
     read_run_file,
+    select_split,
 )
 
 if TYPE_CHECKING:
@@ -43,7 +46,7 @@ READ_COLUMNS = (
     ("hyperparameters", "string"), ("overrides", "string"), ("stage", "int64"), ("task", "int64"),
     ("task_name", "string"), ("accuracy", "double"), ("stage_epochs", "double"), ("stage_batches", "double"),
     ("stage_train_seconds", "double"), ("device", "string"), ("scenario", "string"), ("evaluation", "string"),
-    ("memory_samples", "double"), ("memory_bytes", "double"),
+    ("memory_samples", "double"), ("memory_bytes", "double"), ("split", "string"),
 )
 
 
@@ -57,12 +60,14 @@ class Results:
     """One benchmark's stored runs, loaded once and shared by every table and plot.
 
     Attributes:
-        frame: the accuracy rows every metric is computed from (the `READ_COLUMNS`): the chosen `evaluation`,
-            learned tasks only (stages t >= 1, tasks u <= t).
-        rows: every accuracy row of the finished runs: both evaluations, stage 0 (at initialisation) and the
-            tasks not learned yet (u > t); schema-1 rows read as task-aware, scenario task.
-        runs: one row per finished run, indexed by run id, with its identity columns plus `folder` (its run
-            folder) and `label` (the row label of its approach and config in every table).
+        frame: the accuracy rows every metric is computed from (the `READ_COLUMNS`): the chosen `split` and
+            `evaluation`, learned tasks only (stages t >= 1, tasks u <= t).
+        rows: every accuracy row of the chosen `split` of the finished runs: both evaluations, stage 0 (at
+            initialisation) and the tasks not learned yet (u > t); schema-1 rows read as task-aware, scenario task,
+            schema-1 and -2 rows as test rows.
+        runs: one row per finished run (whether or not it has rows of the chosen split), indexed by run id, with
+            its identity columns plus `folder` (its run folder) and `label` (the row label of its approach and
+            config in every table).
         matrices: the T x T accuracy matrix of every finished run, by run id.
         incomplete: run.json contents (run_id, status, error, method, seed) of runs without accuracy file.
         run_files: every readable run.json, by run folder (`run_file` reads them by run id).
@@ -89,12 +94,16 @@ class Results:
     damaged: list[tuple[Path, str]] = field(default_factory=list)
     rows: pd.DataFrame | None = None
     evaluation: str = TASK_AWARE
+    split: str = TEST
     full_matrices: dict[str, tuple[np.ndarray, np.ndarray]] | None = None  # `full_matrix`'s, built on first use
 
     def unmeasured(self, run_id: str) -> str | None:
-        """Why a finished run has no rows of the chosen evaluation, in a table cell's words; None if it has them."""
+        """Why a finished run has no rows of the chosen split and evaluation, in a table cell's words; None if it has
+        them."""
         if run_id in self.matrices:
             return None
+        if self.split != TEST and int(self.info[run_id]["schema_version"]) < 3:
+            return f"not measured (stored before {self.split} rows: re-run with --force)"
         if int(self.info[run_id]["schema_version"]) < 2:
             return "not measured (stored before task-agnostic evaluation: re-run with --force)"
         return "needs the task id"
@@ -248,14 +257,17 @@ def _pandas_dtype(kind: str) -> str:
 
 
 def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None = None,
-                 spec_argument: str | None = None, evaluation: str = TASK_AWARE) -> Results:
-    """Every run of one benchmark under `results_dir` (optionally only `seeds`), schema-checked; the metrics'
-    rows (`Results.frame`, `matrices`) are those of `evaluation` (task-aware or task-agnostic).
+                 spec_argument: str | None = None, evaluation: str = TASK_AWARE, split: str = TEST) -> Results:
+    """Every run of one benchmark under `results_dir` (optionally only `seeds`), schema-checked; the rows
+    (`Results.rows`) are those of `split` (test, or validation), the metrics' rows (`Results.frame`, `matrices`)
+    those of `split` and `evaluation` (task-aware or task-agnostic).
 
     `spec_argument`: the spec file the user named the benchmark by, if any (see `Results.spec_argument`).
     """
     if evaluation not in EVALUATIONS:
         raise ResultsError(f"--evaluation {evaluation!r}: use one of {', '.join(EVALUATIONS)}")
+    if split not in SPLITS:
+        raise ResultsError(f"--split {split!r}: use one of {', '.join(SPLITS)}")
     root = _results_root(results_dir)
     folders = run_folders(root, benchmark)
     run_files, damaged = read_run_files([folder for folder, files in folders.items() if RUN_FILE in files])
@@ -266,6 +278,7 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     _check_schema_versions(frame, root, benchmark)
     frame["evaluation"] = frame["evaluation"].fillna(TASK_AWARE)  # schema 1: task-aware rows only
     frame["scenario"] = frame["scenario"].fillna("task")
+    frame["split"] = frame["split"].fillna(TEST)  # schema 1 and 2: test rows only
     incomplete = [_incomplete_run(run_files[str(folder)]) for folder, files in folders.items()
                   if ACCURACY_FILE not in files and str(folder) in run_files]
     present = tuple(sorted({int(seed) for seed in frame["seed"].unique()}
@@ -282,11 +295,12 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     runs["folder"] = [str(root / benchmark / run_id.split("/", 1)[-1]) for run_id in runs.index]
     files = {run_id: folders.get(Path(folder), set()) for run_id, folder in zip(runs.index, runs["folder"])}
     info = runs.to_dict("index")
+    frame = select_split(frame, split).reset_index(drop=True)
     learned = (frame["stage"] >= 1) & (frame["task"] <= frame["stage"]) & (frame["evaluation"] == evaluation)
     chosen = frame[learned].reset_index(drop=True)
     return Results(root, benchmark, chosen, runs, metrics.accuracy_matrices(chosen), incomplete, files, info,
                    spec_argument, None if seeds is None else tuple(seeds), present, run_files, sorted(damaged.items()),
-                   frame, evaluation)
+                   frame, evaluation, split)
 
 
 def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> None:

@@ -25,7 +25,7 @@ from clbench.report.statistics import (
     run_values,
     summarize,
 )
-from clbench.results import BENCH_COLUMNS, BENCH_FOLDER
+from clbench.results import BENCH_COLUMNS, BENCH_FOLDER, TEST
 
 
 @dataclass
@@ -40,6 +40,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     evaluation: str = "task-aware"
     unmeasured: dict[str, str] = field(default_factory=dict)  # label -> why it has no number ("needs the task id")
+    split: str = TEST
     memory: dict[str, str] = field(default_factory=dict)  # label -> "samples / bytes" kept, when a run replays
 
 
@@ -56,8 +57,12 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
     if metric not in METRICS:
         raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
     results = results if results is not None else load_results(results_dir, benchmark, seeds)
-    report = Report(benchmark, metric, [], evaluation=results.evaluation)
-    report.notes += incomplete_notes(results)
+    report = Report(benchmark, metric, [], evaluation=results.evaluation, split=results.split)
+    report.notes += split_notes(results) + incomplete_notes(results)
+    if results.frame.empty and results.split != TEST and not results.runs.empty:
+        report.notes.append(f"no finished run of {benchmark} has {results.split} rows (runs stored before results "
+                            f"schema 3 have test rows only): re-run them with --force")
+        return report
     if results.frame.empty:
         chosen = f" with --seeds {format_seeds(results.seed_filter)}" if results.seed_filter is not None else ""
         report.notes.append(f"no finished runs of {benchmark}{chosen} in {results.results_dir}: run `clbench train "
@@ -115,6 +120,14 @@ def unmeasured_labels(results: Results, include_references: bool, shown: set[str
 
 def _sort_value(cell: Cell) -> float:
     return -math.inf if math.isnan(cell.mean) else cell.mean
+
+
+def split_notes(results: Results) -> list[str]:
+    """A note saying which data the numbers are measured on, when it is not the test sets (`--split`)."""
+    if results.split == TEST:
+        return []
+    return [f"split: {results.split} (each task's validation split, held out of its training data by the protocol; "
+            f"not the test set)"]
 
 
 def incomplete_notes(results: Results) -> list[str]:
@@ -209,7 +222,7 @@ class Summary:
 def build_summary(results: Results, include_references: bool = True) -> Summary:
     """A^{<=T}, BWT and max-previous forgetting per approach (mean over seeds), with `parameters` from run.json."""
     summary = Summary(results.benchmark, int(results.frame["stage"].max()) if not results.frame.empty else 0)
-    summary.notes += incomplete_notes(results)
+    summary.notes += split_notes(results) + incomplete_notes(results)
     per_label: dict[str, list[str]] = {}
     quiet: list[str] = []  # why a run has no FWT or I: said by `--metric fwt` / `--metric intransigence`
     transfer = run_values(results, "fwt", quiet, True)

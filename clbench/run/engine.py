@@ -1,4 +1,5 @@
-"""The sequential protocol: for each task t, train (early stopping), evaluate tasks <= t, checkpoint.
+"""The sequential protocol: for each task t, train (early stopping), evaluate every task (on its test set and on
+its validation split), checkpoint.
 
 `plan_runs` resolves what a command asks for into `RunPlan`s (one per benchmark x method x seed), each with
 its resolved config, config hash and results folder; `execute` runs one plan. Progress goes to an observer
@@ -41,6 +42,9 @@ from clbench.results import (
     EVALUATION_FILE,
     RUN_FILE,
     SCHEMA_VERSION,
+    SPLITS,
+    TEST,
+    VALIDATION,
     DamagedFileError,
     accuracy_frame,
     atomic_write_bytes,
@@ -50,6 +54,7 @@ from clbench.results import (
     machine_provenance,
     parquet_bytes,
     read_run_file,
+    row_split,
     run_directory,
     utc_now,
     write_json,
@@ -440,9 +445,9 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
 
 
 def learned_accuracies(stage_rows: Sequence[dict[str, Any]]) -> list[float]:
-    """The task-aware accuracies of the tasks learned so far (u <= t), in task order, from one stage's rows."""
+    """The task-aware test accuracies of the tasks learned so far (u <= t), in task order, from one stage's rows."""
     return [row["accuracy"] for row in stage_rows
-            if row["evaluation"] == TASK_AWARE and row["task"] <= row["stage"]]
+            if row["evaluation"] == TASK_AWARE and row_split(row) == TEST and row["task"] <= row["stage"]]
 
 
 def evaluated_tasks(approach: Approach, n_tasks: int, stage: int) -> range:
@@ -451,10 +456,11 @@ def evaluated_tasks(approach: Approach, n_tasks: int, stage: int) -> range:
     return range(n_tasks) if approach.predicts_unlearned_tasks else range(stage + 1)
 
 
-def evaluate_stage(approach: Approach, tasks: TaskSequence,
-                   stage: int) -> list[tuple[int, str, Evaluation, float]]:
+def evaluate_stage(approach: Approach, tasks: TaskSequence, stage: int,
+                   split: str = TEST) -> list[tuple[int, str, Evaluation, float]]:
     """(task, evaluation, result, seconds) of every task evaluated after task `stage` (0-based; -1: at
-    initialisation), in task order, each task's evaluations from one pass (`Approach.evaluate_task`).
+    initialisation) on `split` (each task's test set, or its validation split), in task order, each task's
+    evaluations from one pass (`Approach.evaluate_task`: inference mode, on the approach's device).
 
     Task-agnostic candidates: the classes of tasks 0..max(stage, u) (every class seen so far, and the task's own
     classes when it is not learned yet, so that its accuracy is not 0 by construction).
@@ -462,19 +468,24 @@ def evaluate_stage(approach: Approach, tasks: TaskSequence,
     results = []
     for task in evaluated_tasks(approach, len(tasks), stage):
         start = time.perf_counter()
-        evaluations = approach.evaluate_task(tasks[task].test, task, max(stage, task) + 1)
+        data = tasks[task].test if split == TEST else tasks[task].valid
+        evaluations = approach.evaluate_task(data, task, max(stage, task) + 1)
         seconds = time.perf_counter() - start
         results.extend((task, name, evaluation, seconds) for name, evaluation in evaluations.items())
     return results
 
 
 def _evaluate_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int, task_log: TaskLog | None,
-                    header: dict[str, Any]) -> list[dict[str, Any]]:
-    evaluations = evaluate_stage(approach, tasks, stage)
-    eval_seconds = sum(seconds for *_, seconds in evaluations)
+                    header: dict[str, Any], splits: Sequence[str] = SPLITS) -> list[dict[str, Any]]:
+    """The rows of one stage: every evaluated task on each of `splits` (test rows first, in task order, then the
+    validation rows). `stage_eval_seconds` is the time of all of the stage's evaluations."""
+    evaluations = [(split, evaluation) for split in splits for evaluation in evaluate_stage(approach, tasks, stage,
+                                                                                            split)]
+    eval_seconds = sum(seconds for _, (*_, seconds) in evaluations)
     memory = approach.memory_usage() if stage >= 0 else (0, 0)
-    return [accuracy_row(plan, header, stage, task, tasks[task].name, name, result, task_log, eval_seconds, memory)
-            for task, name, result, _ in evaluations]
+    return [accuracy_row(plan, header, stage, task, tasks[task].name, name, result, task_log, eval_seconds, memory,
+                         split)
+            for split, (task, name, result, _) in evaluations]
 
 
 def _encoded_rows(plan: RunPlan, rows: list[dict[str, Any]]) -> tuple[str, bytes]:
@@ -494,9 +505,9 @@ def _write_rows(plan: RunPlan, file_name: str, rows: list[dict[str, Any]]) -> st
 
 def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, task_name: str, evaluation: str,
                  result: Evaluation, task_log: TaskLog | None, eval_seconds: float,
-                 memory: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+                 memory: tuple[int, int] = (0, 0), split: str = TEST) -> dict[str, Any]:
     """One long-format result row (`stage` 0-based here, -1 at initialisation; stored 1-based, 0 at
-    initialisation; `task` 0-based here, stored 1-based)."""
+    initialisation; `task` 0-based here, stored 1-based; `n_test`: the samples of `split` evaluated)."""
 
     return {
         "schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
@@ -505,7 +516,8 @@ def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, t
         "hyperparameters": json.dumps(plan.config["hyperparameters"], sort_keys=True),
         "overrides": json.dumps(list(plan.overrides)),
         "approach_origin": json.dumps(header.get("approach_origin") or origin_of(plan.method), sort_keys=True),
-        "scenario": plan.spec.data.scenario, "evaluation": evaluation, "stage": stage + 1, "task": task + 1,
+        "scenario": plan.spec.data.scenario, "evaluation": evaluation, "split": split, "stage": stage + 1,
+        "task": task + 1,
         "task_name": task_name, "accuracy": float(result.accuracy), "loss": float(result.loss),
         "n_test": int(result.n),
         "stage_epochs": task_log.epochs if task_log else None,
@@ -565,9 +577,10 @@ def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int, dama
     Restores the approach (network, extra state, batch generator) and torch's global (and CUDA) generator as
     they were when that task's checkpoint was written, so the next task starts exactly as it would have. A
     checkpoint that cannot be read (truncated) is named (logged, and appended to `damaged`) and the previous
-    stage's is used instead; the stages after it are trained again. A checkpoint written before results schema 2
-    (task-aware rows of u <= t only) has its rows rebuilt by `upgrade(stage, old rows)` (called before the
-    approach's state is loaded: the approach is still at initialisation).
+    stage's is used instead; the stages after it are trained again. A checkpoint written before results schema 3
+    (schema 1: task-aware rows of u <= t only; schema 2: test rows only) has its rows completed by
+    `upgrade(stage, old rows)` (called before the approach's state is loaded: the approach is still at
+    initialisation).
     """
     found = last_readable_checkpoint(run_dir, n_tasks, damaged if damaged is not None else [])
     if found is None:
@@ -577,8 +590,9 @@ def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int, dama
     if checkpoint["stage"] != stage:
         raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} does not hold stages 1..{stage + 1}: "
                            f"re-run with --force")
-    if rows and "evaluation" not in rows[0]:
-        if upgrade is None or len(rows) != (stage + 1) * (stage + 2) // 2:
+    schema_1 = bool(rows) and "evaluation" not in rows[0]
+    if rows and "split" not in rows[0]:
+        if upgrade is None or (schema_1 and len(rows) != (stage + 1) * (stage + 2) // 2):
             raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} was written by an earlier clbench and "
                                f"cannot be completed: re-run with --force")
         rows = upgrade(stage, rows)
@@ -598,15 +612,26 @@ STAGE_LOG_KEYS = ("stage_epochs", "stage_best_epoch", "stage_batches", "stage_tr
 
 def upgraded_rows(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int,
                   old_rows: list[dict[str, Any]], header: dict[str, Any]) -> list[dict[str, Any]]:
-    """Schema-2 rows of stages 0..stage+1 for a run whose checkpoints hold schema-1 rows (an unfinished run of an
-    earlier clbench): stage 0 from `approach` at initialisation, each later stage re-evaluated from its checkpoint,
-    with the training log (epochs, batches, seconds) of the old rows. Leaves `approach` at checkpoint `stage`."""
-    rows = _evaluate_stage(plan, approach, tasks, -1, None, header)
+    """Schema-3 rows of stages 0..stage+1 for a run whose checkpoints hold rows of an earlier schema (an unfinished
+    run of an earlier clbench): stage 0 from `approach` at initialisation, each later stage re-evaluated from its
+    checkpoint, with the training log (epochs, batches, seconds) of the old rows. Schema 1 (task-aware rows of
+    u <= t): every row re-evaluated. Schema 2 (every test row): its test rows kept as stored (marked `split: test`),
+    the validation rows added. Leaves `approach` at checkpoint `stage`."""
+    schema_2 = "evaluation" in old_rows[0]
+    splits = (VALIDATION,) if schema_2 else SPLITS
+
+    def stage_rows(done: int) -> list[dict[str, Any]]:  # the old rows kept (schema 2), then the evaluated ones
+        kept = [{**row, "schema_version": SCHEMA_VERSION, "split": TEST} for row in old_rows
+                if schema_2 and row["stage"] == done + 1]
+        log_fields = next(({key: row.get(key) for key in STAGE_LOG_KEYS} for row in old_rows
+                           if row["stage"] == done + 1), {}) if done >= 0 else {}
+        return kept + [{**row, **log_fields} for row in _evaluate_stage(plan, approach, tasks, done, None, header,
+                                                                        splits)]
+
+    rows = stage_rows(-1)
     for done in range(stage + 1):
         approach.load_state(load_checkpoint(plan.run_dir, done)["approach"])
-        log_fields = next({key: row.get(key) for key in STAGE_LOG_KEYS} for row in old_rows
-                          if row["stage"] == done + 1)
-        rows.extend({**row, **log_fields} for row in _evaluate_stage(plan, approach, tasks, done, None, header))
+        rows.extend(stage_rows(done))
     return rows
 
 
@@ -639,7 +664,7 @@ def load_checkpoint(run_dir: Path, stage: int) -> dict[str, Any]:
 
 
 def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader) -> list[dict[str, Any]]:
-    """Recompute the test accuracies of every stage from the run's checkpoints (`clbench evaluate`)."""
+    """Recompute the test and validation rows of every stage from the run's checkpoints (`clbench evaluate`)."""
     stored = read_run_file(plan.run_dir)
     if stored is None:
         results_dir = shlex.quote(str(plan.run_dir.parents[3]))

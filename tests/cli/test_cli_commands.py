@@ -37,7 +37,8 @@ def test_train_writes_one_parquet_per_run(trained: Path) -> None:
     frame = pd.concat(pd.read_parquet(path) for path in files)
     assert set(frame["method"]) == {"sgd", "random", "joint"} and set(frame["seed"]) == {0, 1}
     assert set(frame["task_name"]) == {"mnist:0-4", "mnist:5-9"}
-    assert frame["n_test"].eq(200).all()
+    assert frame.loc[frame["split"] == "test", "n_test"].eq(200).all()
+    assert set(frame["split"]) == {"test", "validation"}
 
 
 def test_rerun_skips_finished_runs(trained: Path, mnist_data_dir: Path, mnist_mirror: Path) -> None:

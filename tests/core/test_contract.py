@@ -1,13 +1,14 @@
 """Every registered approach runs a tiny 3-task benchmark (MLP and conv) and fills its accuracy matrix.
 
 Each built-in run is also held to a golden record (`tests/golden/runs.json`, `tests/golden_runs.py`): its config,
-data and reference hashes, and every stored cell's accuracy and loss. Where the kernels are those that recorded
-(torch build, CPU capability, CPU model, threads: `golden_runs.kernel_identity`) the numbers must be equal bit
-for bit; elsewhere within a measured tolerance; the cells and hashes always exactly. The end of the pytest run
-says which comparison each golden run got. The replay family, joint and sgd have class-scenario records too
-(both evaluations). A change that alters a built-in's identity or numbers (a refactor that should be a pure
-move, a new spec field that should keep old hashes) fails here. Re-record, after checking that the change is
-meant, natively (no ATEN_CPU_CAPABILITY) and through pytest (one thread, as `conftest.py` sets):
+data and reference hashes, and every stored cell's accuracy and loss (test and validation rows). Where the
+kernels are those that recorded (torch build, CPU capability, CPU model, threads: `golden_runs.kernel_identity`)
+the numbers must be equal bit for bit; elsewhere within a measured tolerance; the cells and hashes always
+exactly. The end of the pytest run says which comparison each golden run got. The replay family, joint and sgd
+have class-scenario records too (both evaluations). A change that alters a built-in's identity or numbers (a
+refactor that should be a pure move, a new spec field that should keep old hashes) fails here. Re-record, after
+checking that the change is meant, natively (no ATEN_CPU_CAPABILITY) and through pytest (one thread, as
+`conftest.py` sets):
 `CLBENCH_RECORD_GOLDEN=1 python -m pytest tests/core/test_contract.py`.
 """
 
@@ -59,6 +60,8 @@ def test_every_approach_fills_the_lower_triangle(method: str, network: str, tmp_
                                                  request: pytest.FixtureRequest) -> None:
     outcome = contract_run(method, network, "task", tmp_path)
     frame = pd.DataFrame(outcome.rows)
+    assert set(frame["split"]) == {"test", "validation"}
+    frame = frame[frame["split"] == "test"]  # the validation rows: the same cells (checked by the golden record)
     learned = frame[(frame["evaluation"] == "task-aware") & (frame["task"] <= frame["stage"]) & (frame["stage"] >= 1)]
     matrix = accuracy_matrix(learned)
     assert matrix.shape == (3, 3) and is_complete_matrix(matrix)

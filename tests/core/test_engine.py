@@ -27,10 +27,10 @@ def test_accuracy_parquet_schema_and_provenance(tmp_path: Path) -> None:
     outcome = run(tmp_path)
     frame = pd.read_parquet(outcome.plan.run_dir / "accuracy.parquet")
     assert list(frame.columns) == COLUMNS
-    # every task at every stage (0: at initialisation), in both evaluations
-    whole = [(stage, task, evaluation) for stage in range(4) for task in (1, 2, 3)
-             for evaluation in ("task-agnostic", "task-aware")]
-    assert sorted(zip(frame["stage"], frame["task"], frame["evaluation"])) == whole
+    # every task at every stage (0: at initialisation), in both evaluations, on the test and validation splits
+    whole = [(stage, task, evaluation, split) for stage in range(4) for task in (1, 2, 3)
+             for evaluation in ("task-agnostic", "task-aware") for split in ("test", "validation")]
+    assert sorted(zip(frame["stage"], frame["task"], frame["evaluation"], frame["split"])) == whole
     assert (frame["scenario"] == "task").all()
     assert frame["accuracy"].between(0, 1).all() and frame["loss"].notna().all()
     assert (frame["schema_version"] == SCHEMA_VERSION).all() and (frame["method"] == "sgd").all()
@@ -86,7 +86,8 @@ def test_failed_run_is_recorded_and_left_out(tmp_path: Path) -> None:
 def test_checkpoints_reproduce_the_accuracies(tmp_path: Path) -> None:
     outcome = run(tmp_path, method="sgd-f")
     checkpoint = load_checkpoint(outcome.plan.run_dir, 1)
-    assert checkpoint["stage"] == 1 and len(checkpoint["rows"]) == 3 * 3 * 2  # stages 0-2 x 3 tasks x 2 evaluations
+    assert checkpoint["stage"] == 1 and len(checkpoint["rows"]) == 3 * 3 * 2 * 2  # stages 0-2 x 3 tasks x 2 evaluations
+    # x 2 splits
     rows = reevaluate(outcome.plan, device=CPU, loader=synthetic_loader())
     assert [r["accuracy"] for r in rows] == [r["accuracy"] for r in outcome.rows]
     assert (outcome.plan.run_dir / "evaluation.parquet").is_file()

@@ -1,5 +1,6 @@
 """`clbench evaluate` recomputes, from the checkpoints, the very rows `clbench train` stored: for every built-in
-approach, in both scenarios, every (stage, task, evaluation)'s accuracy and loss bit for bit.
+approach, in both scenarios, every (stage, task, evaluation, split)'s accuracy and loss bit for bit (the test rows
+and the validation rows).
 
 A checkpoint that leaves out state the prediction needs (iCaRL's class means, HAT's masks, PackNet's owners, a
 replay memory) makes `evaluate` disagree with `train` here. The library function is the one `clbench evaluate`
@@ -25,10 +26,13 @@ ONE_EPOCH = replace(TINY_TRAINING, max_epochs=1)
 BUILT_INS = sorted(name for name, cls in REGISTRY.items() if cls.__module__.startswith("clbench."))
 
 
-def numbers(rows: list[dict[str, Any]]) -> dict[tuple[int, int, str], str]:
-    """(stage, task, evaluation) -> [accuracy, loss] as JSON text (exact floats; random's NaN loss equals itself)."""
-    return {(row["stage"], row["task"], row["evaluation"]): json.dumps([row["accuracy"], row["loss"]])
-            for row in rows}
+def numbers(rows: list[dict[str, Any]]) -> dict[tuple[int, int, str, str], str]:
+    """(stage, task, evaluation, split) -> [accuracy, loss, n_test] as JSON text (exact floats; random's NaN loss
+    equals itself)."""
+    found = {(row["stage"], row["task"], row["evaluation"], row["split"]):
+             json.dumps([row["accuracy"], row["loss"], row["n_test"]]) for row in rows}
+    assert len(found) == len(rows)  # one row per cell
+    return found
 
 
 @pytest.mark.parametrize("scenario", ["task", "class"])
@@ -41,4 +45,5 @@ def test_evaluate_reproduces_the_rows_train_stored(method: str, scenario: str, t
     # after each of the 2 tasks, and at initialisation (PathNet: not before a task is learned): every checkpoint read
     stages = {0, 1, 2} if REGISTRY[method].predicts_unlearned_tasks else {1, 2}
     assert {row["stage"] for row in evaluated} == stages
+    assert {row["split"] for row in evaluated} == {"test", "validation"}
     assert numbers(evaluated) == numbers(trained.rows)

@@ -128,4 +128,4 @@ def test_ctrl_c_while_the_rows_land_takes_effect_after_the_run_is_complete(
     with pytest.raises(KeyboardInterrupt):
         execute(plan, device=CPU, loader=synthetic_loader())
     assert read_run_file(plan.run_dir)["status"] == "complete" and is_complete(plan.run_dir)
-    assert len(pd.read_parquet(plan.run_dir / "accuracy.parquet")) == 4 * 3 * 2
+    assert len(pd.read_parquet(plan.run_dir / "accuracy.parquet")) == 4 * 3 * 2 * 2  # x test and validation

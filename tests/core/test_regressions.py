@@ -377,7 +377,7 @@ def test_stored_accuracies_are_those_of_each_stage_checkpoint_on_each_task(tmp_p
             expected.append((stage + 1, task + 1, tasks[task].name, correct / len(test), len(test)))
 
     learned = stored[(stored["evaluation"] == "task-aware") & (stored["task"] <= stored["stage"])
-                     & (stored["stage"] >= 1)]
+                     & (stored["stage"] >= 1) & (stored["split"] == "test")]
     got = list(learned[["stage", "task", "task_name", "accuracy", "n_test"]].itertuples(index=False, name=None))
     assert [row[:3] + (row[4],) for row in got] == [row[:3] + (row[4],) for row in expected]
     assert [row[3] for row in got] == pytest.approx([row[3] for row in expected], abs=1e-9)
@@ -388,7 +388,7 @@ def test_stored_task_agnostic_accuracies_are_the_argmax_over_the_candidate_heads
     [plan] = plan_runs(WEAK_SPEC, ["sgd"], [0], tmp_path)
     execute(plan, device=torch.device("cpu"), loader=synthetic_loader())
     stored = pd.read_parquet(plan.run_dir / "accuracy.parquet")
-    stored = stored[(stored["evaluation"] == "task-agnostic") & (stored["stage"] >= 1)]
+    stored = stored[(stored["evaluation"] == "task-agnostic") & (stored["stage"] >= 1) & (stored["split"] == "test")]
     tasks = tiny_tasks(WEAK_SPEC)
     assert len(set(tasks.head_sizes)) > 1  # heads of different sizes: a wrong class offset shows
 

@@ -140,8 +140,9 @@ def test_a_run_checkpointed_by_an_earlier_clbench_resumes_with_the_whole_matrix(
         run(tmp_path / "stopped", "ewc", "task", observer=StopInTask2())
     [plan] = plan_runs(tiny_spec("mlp", training=FAST), ["ewc"], [0], tmp_path / "stopped")
     checkpoint = load_checkpoint(plan.run_dir, 0)
-    old_rows = [{key: value for key, value in row.items() if key not in ("evaluation", "scenario")}
-                for row in checkpoint["rows"] if row["evaluation"] == "task-aware" and 1 <= row["task"] <= row["stage"]]
+    old_rows = [{key: value for key, value in row.items() if key not in ("evaluation", "scenario", "split")}
+                for row in checkpoint["rows"]
+                if row["evaluation"] == "task-aware" and row["split"] == "test" and 1 <= row["task"] <= row["stage"]]
     assert len(old_rows) == 1  # what schema 1 stored after task 1
     old_rows[0]["stage_epochs"] = 99  # the training log of the old rows is kept
     torch.save({**checkpoint, "rows": old_rows}, checkpoint_path(plan.run_dir, 0))
@@ -150,6 +151,27 @@ def test_a_run_checkpointed_by_an_earlier_clbench_resumes_with_the_whole_matrix(
 
     assert resumed.resumed_after_stage == 1 and same_numbers(resumed.rows, reference.rows)
     assert {row["stage_epochs"] for row in resumed.rows if row["stage"] == 1} == {99}
+
+
+def test_a_run_checkpointed_before_validation_rows_resumes_with_them(tmp_path: Path) -> None:
+    """A schema-2 checkpoint (test rows, no `split`): its test rows are kept as stored (a stored number changed
+    here would show), the validation rows of the checkpointed stages are evaluated, and the run ends with the
+    uninterrupted run's rows."""
+    reference = run(tmp_path / "reference", "ewc", "task")
+    with pytest.raises(Stop):
+        run(tmp_path / "stopped", "ewc", "task", observer=StopInTask2())
+    [plan] = plan_runs(tiny_spec("mlp", training=FAST), ["ewc"], [0], tmp_path / "stopped")
+    checkpoint = load_checkpoint(plan.run_dir, 0)
+    old_rows = [{**{key: value for key, value in row.items() if key != "split"}, "schema_version": 2}
+                for row in checkpoint["rows"] if row["split"] == "test"]
+    assert len(old_rows) == 2 * 3 * 2  # what schema 2 stored after task 1: stages 0-1 x 3 tasks x 2 evaluations
+    old_rows[0]["task_name"] = "stored"  # the test rows are kept as the checkpoint holds them, not re-evaluated
+    torch.save({**checkpoint, "rows": old_rows}, checkpoint_path(plan.run_dir, 0))
+
+    resumed = execute(plan, device=CPU, loader=synthetic_loader(n_train=160, n_test=60))
+
+    assert resumed.resumed_after_stage == 1 and same_numbers(resumed.rows, reference.rows)
+    assert resumed.rows[0]["task_name"] == "stored" and {row["schema_version"] for row in resumed.rows} == {3}
 
 
 def test_a_checkpoint_that_misses_a_stage_is_refused(tmp_path: Path) -> None:

@@ -52,8 +52,8 @@ def test_fetch_then_train(spec_file: Path, tmp_path: Path) -> None:
     files = sorted(results.glob("mine/sgd/*/seed-0/accuracy.parquet"))
     assert len(files) == 1
     frame = pd.read_parquet(files[0])
-    # stages 0, 1, 2 x 2 tasks x 2 evaluations
-    assert set(frame["task_name"]) == {"my-shapes", "my-arrays"} and len(frame) == 3 * 2 * 2
+    # stages 0, 1, 2 x 2 tasks x 2 evaluations x test and validation
+    assert set(frame["task_name"]) == {"my-shapes", "my-arrays"} and len(frame) == 3 * 2 * 2 * 2
     assert frame["accuracy"].between(0, 1).all()
 
 

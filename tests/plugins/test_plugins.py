@@ -99,7 +99,8 @@ def test_file_plugin_trains_with_validated_hyperparameters_and_records_its_origi
     assert header["approach_origin"]["sha256"] == sha256
     (parquet,) = results.glob("mnist2/my-plugin/*/seed-0/accuracy.parquet")
     rows = pd.read_parquet(parquet)
-    assert len(rows) == 3 * 2 * 2 and set(rows["method"]) == {"my-plugin"}  # stages 0-2 x 2 tasks x 2 evaluations
+    # stages 0-2 x 2 tasks x 2 evaluations x test and validation
+    assert len(rows) == 3 * 2 * 2 * 2 and set(rows["method"]) == {"my-plugin"}
     assert {json.loads(origin)["sha256"] for origin in rows["approach_origin"]} == {sha256}
 
     again = runner.invoke(app, ["evaluate", "mnist2", "-m", f"{PLUGIN_FILE}:MyApproach", "--set",
@@ -175,7 +176,8 @@ def test_entry_point_plugin_is_listed_and_trains(installed_l2transfer: Path, tmp
     assert (header["approach_origin"]["distribution"], header["approach_origin"]["version"]) == (
         "clbench-l2transfer", "0.1.0")
     rows = pd.read_parquet(next(results.glob("mnist2/l2transfer/*/seed-0/accuracy.parquet")))
-    assert rows["accuracy"].notna().all() and len(rows) == 3 * 2 * 2  # stages 0-2 x 2 tasks x 2 evaluations
+    # stages 0-2 x 2 tasks x 2 evaluations x test and validation
+    assert rows["accuracy"].notna().all() and len(rows) == 3 * 2 * 2 * 2
 
 
 def test_entry_point_plugin_section_in_a_spec_is_validated(installed_l2transfer: Path) -> None:

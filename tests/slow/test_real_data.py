@@ -27,7 +27,7 @@ def matrices(spec_name: str, methods: list[str], overrides: list[str], data_dir:
     for plan in plan_runs(spec, methods, [0], results, overrides):
         outcome = execute(plan, device=CPU, loader=loader)
         rows = pd.DataFrame(outcome.rows)
-        found[plan.method] = accuracy_matrix(rows[rows["evaluation"] == "task-aware"])
+        found[plan.method] = accuracy_matrix(rows[(rows["evaluation"] == "task-aware") & (rows["split"] == "test")])
     return found
 
 
