@@ -45,7 +45,7 @@ import clbench
 from clbench import metrics
 from clbench.errors import ClbenchError
 from clbench.report import REFERENCE_KEYS
-from clbench.results import EVALUATIONS, atomic_write_bytes, inside
+from clbench.results import EVALUATIONS, atomic_write_bytes, inside, select_split
 from clbench.spec.grid import expand_grid, parse_grid_spec
 
 VALIDATION, TEST = "validation", "test"
@@ -149,16 +149,6 @@ def grid_points(grid: Sequence[str]) -> list[tuple[tuple[str, str], ...]]:
     return [tuple(zip(keys, (text.split("=", 1)[1] for text in point))) for point in expand_grid(list(grid))]
 
 
-def split_rows(rows: pd.DataFrame, split: str) -> pd.DataFrame:
-    """The rows of one split: `validation` only where `split == "validation"`; `test` where the split is "test" or
-    missing (results written before validation evaluation, without a `split` column, are all test)."""
-    if split not in (VALIDATION, TEST):
-        raise ValueError(f"split {split!r}: use {VALIDATION} or {TEST}")
-    if "split" not in rows:
-        return rows if split == TEST else rows.iloc[0:0]
-    return rows[rows["split"].fillna(TEST) == split]
-
-
 def score_points(rows: pd.DataFrame, method: str, grid: Sequence[str], rule: str = DEFAULT_RULE,
                  evaluation: str = EVALUATIONS[0], seed: int = DEFAULT_SEED, overrides: Sequence[str] = (),
                  split: str = VALIDATION) -> list[PointScore]:
@@ -173,7 +163,7 @@ def score_points(rows: pd.DataFrame, method: str, grid: Sequence[str], rule: str
     if evaluation not in EVALUATIONS:
         raise TuningError(f"evaluation {evaluation!r}: use one of {', '.join(EVALUATIONS)}")
     points = grid_points(grid)
-    own = split_rows(rows, split)
+    own = select_split(rows, split)
     own = own[(own["seed"] == seed) & (own["evaluation"] == evaluation)]
     runs = own[own["method"] == method]
     if runs.empty:

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from clbench import tuning
+from clbench.results import select_split
 from clbench.tuning import PointScore, TuningError
 
 NAN = math.nan
@@ -113,7 +114,7 @@ def test_a_missing_split_value_is_a_test_row() -> None:
     rows = grid_rows(test_split=None)
     assert choose(rows).chosen == POINTS[1]
     # 4 test runs of 3 rows; validation: 4 points x 2 evaluations, the default, seed 1 and method n, 3 rows each.
-    assert len(tuning.split_rows(rows, "test")) == 4 * 3 and len(tuning.split_rows(rows, "validation")) == 11 * 3
+    assert len(select_split(rows, "test")) == 4 * 3 and len(select_split(rows, "validation")) == 11 * 3
 
 
 def test_a_point_without_a_run_refuses_the_choice() -> None:
