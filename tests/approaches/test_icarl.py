@@ -123,8 +123,10 @@ def test_icarl_losses_differ_and_stage_0_has_no_distillation() -> None:
 
 def test_icarl_refuses_a_distillation_weight_with_the_papers_loss() -> None:
     where, source = "approaches.icarl", "test.yaml"
-    with pytest.raises(SpecError, match="lamb.*paper"):
-        build(ICaRLHyperparameters, {"lamb": 2.0}, where=where, source=source)
+    for lamb in (0.0, 0.5, 2.0):  # any weight but 1, below it as well as above
+        with pytest.raises(SpecError, match="lamb.*paper"):
+            build(ICaRLHyperparameters, {"lamb": lamb}, where=where, source=source)
+    assert build(ICaRLHyperparameters, {"lamb": 1.0}, where=where, source=source).lamb == 1.0
     with pytest.raises(SpecError, match="expected one of paper, facil"):
         build(ICaRLHyperparameters, {"loss": "authors"}, where=where, source=source)
     assert build(ICaRLHyperparameters, {"lamb": 2.0, "loss": "facil"}, where=where, source=source).lamb == 2.0

@@ -15,6 +15,7 @@ from clbench.spec.fields import build, field, read_number
 @pytest.mark.parametrize("text, number", [
     ("1e-2", 0.01), ("1E-2", 0.01), ("5e3", 5000.0), (".5", 0.5), ("1_000", 1000), ("1e3", 1000.0),
     ("-.5e-3", -0.0005), ("+2", 2), ("1.0e4", 10000.0), ("1.", 1.0), ("1_000.5", 1000.5),
+    ("1e+3", 1000.0), ("2.5E+1", 25.0),  # an exponent with its sign written
 ])
 def test_read_number_reads_yaml_1_2_numbers(text: str, number: float) -> None:
     value = read_number(text)
@@ -82,3 +83,14 @@ def test_a_value_in_a_file_is_named_with_the_file(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as error:
         load_benchmark(str(path), ["training.lr=1e-2"])
     assert str(error.value) == f"{path}: `training.max_epochs` is 2.5 (float); expected an integer"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("data={kind: split}", "--set data={kind: split}: missing required key `data.datasets`"),
+    ("datasets={mine: {format: npz}}",
+     "--set datasets={mine: {format: npz}}: missing required key `datasets.mine.path`"),
+])
+def test_a_key_missing_from_a_section_set_whole_is_named_with_the_option(override: str, message: str) -> None:
+    with pytest.raises(SpecError) as error:
+        load_benchmark("mnist2", [override])
+    assert str(error.value) == message
