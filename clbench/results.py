@@ -53,9 +53,13 @@ COLUMNS = [
     "stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds", "stage_eval_seconds",
     "memory_samples", "memory_bytes",
     "clbench_version", "git_commit", "torch_version", "cuda_version", "device", "hostname",
-    "started_utc", "finished_utc",
+    "started_utc", "finished_utc", "tuned_sha256", "tuned_seed",
 ]
 
+# `clbench train --tuned FILE`: the tuned file's sha256 and the seed the grid was trained on (`clbench.tuning`);
+# missing (null) in every other run, and in files written before these columns (read as missing). Not part of the
+# config hash. Same schema version: the columns are optional, and a reader that does not know them ignores them.
+TUNED_COLUMNS = ("tuned_sha256", "tuned_seed")
 
 BENCH_FOLDER = "_bench"  # <results>/_bench/<benchmark>-<UTC timestamp>.parquet (`clbench bench`)
 BENCH_COLUMNS = (  # every column a bench file has, in order (`clbench.run.bench.bench_rows`)
@@ -181,11 +185,17 @@ def select_split(frame: pd.DataFrame, split: str = TEST) -> pd.DataFrame:
 
 
 def accuracy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """Rows -> a DataFrame with exactly `COLUMNS`, in order (missing columns are an error)."""
+    """Rows -> a DataFrame with exactly `COLUMNS`, in order (missing columns are an error, but for the nullable
+    `TUNED_COLUMNS`, missing in rows written before them: filled as missing)."""
     frame = pd.DataFrame(list(rows))
+    for column in TUNED_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = None
     missing = [column for column in COLUMNS if column not in frame.columns]
     if missing:
         raise ValueError(f"accuracy rows lack columns {missing}")
+    frame["tuned_sha256"] = frame["tuned_sha256"].astype("string")
+    frame["tuned_seed"] = frame["tuned_seed"].astype("Int64")
     return frame[COLUMNS]
 
 

@@ -423,8 +423,9 @@ def read_tuned(path: Path, benchmark: str, config_hash: str, method: str,
     `select` picks from its stored scores.
     """
     choice = _parse_tuned(Path(path))
-    wanted = {"benchmark": benchmark, "config hash": config_hash, "method": method}
-    found = {"benchmark": choice.benchmark, "config hash": choice.config_hash, "method": choice.method}
+    # The method before the config hash: another method always has another config hash too; the method says why.
+    wanted = {"benchmark": benchmark, "method": method, "config hash": config_hash}
+    found = {"benchmark": choice.benchmark, "method": choice.method, "config hash": choice.config_hash}
     for what, value in wanted.items():
         if found[what] != value:
             command = tune_command(benchmark, method, choice.grid, choice.rule, choice.tuning_seed,

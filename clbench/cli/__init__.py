@@ -11,6 +11,7 @@ from clbench.cli.listing import list_command
 from clbench.cli.report import report
 from clbench.cli.spec import spec
 from clbench.cli.train import train
+from clbench.cli.tune import tune
 
 app = typer.Typer(
     name="clbench",
@@ -21,6 +22,7 @@ app = typer.Typer(
 )
 app.command("fetch")(fetch)
 app.command("train")(train)
+app.command("tune")(tune)
 app.command("evaluate")(evaluate)
 app.command("report")(report)
 app.command("list")(list_command)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from clbench.data.tasks import DatasetLoader
     from clbench.run.engine import RunOutcome, RunPlan
     from clbench.run.execution import Execution
+    from clbench.spec import BenchmarkSpec
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -65,24 +66,37 @@ def train(
     mirror: str | None = MirrorOption,
     force: bool = typer.Option(False, "--force", help="Start runs over: re-run finished ones (overwriting them), "
                                                          "do not resume stopped ones."),
+    tuned: list[Path] = typer.Option([], "--tuned", help="A tuned file of `clbench tune` per method of -m, in the "
+                                                         "same order (repeatable): its chosen values are applied as "
+                                                         "--set options; every row records its sha256 and seed."),
 ) -> None:
     """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
-    from clbench.data.custom import check_own_tasks
-    from clbench.results import check_results_folder, is_complete
-    from clbench.run.engine import (
-        check_code,
-        check_shipped_name,
-        fetching_loader,
-        plan_runs,
-        prepare_data,
-        unique_plans,
-    )
+    from clbench.results import check_results_folder
     from clbench.run.execution import Execution, check_execution, parse_devices
-    from clbench.spec import load_benchmark
 
     seed_list = parse_seeds(seeds)
     check_results_folder(results)
-    methods = load_methods(method) + (reference_methods() if with_references else [])
+    given = load_methods(method)
+    references = reference_methods() if with_references else []
+    if tuned:
+        specs, plans = plan_tuned(benchmark, given, references, seed_list, results, overrides, grid, tuned)
+    else:
+        specs, plans = plan_grid(benchmark, given + references, seed_list, results, overrides, grid)
+    execution = check_execution(Execution(executor, jobs, device, parse_devices(devices or ""), address,
+                                          gpus_per_run, force))
+    outcomes = execute_plans(specs, plans, execution, data_dir, mirror)
+    _note_untuned_rows(outcomes)
+    _summarise(outcomes, results, benchmark)
+
+
+def plan_grid(benchmark: str, methods: list[str], seeds: list[int], results: Path, overrides: list[str],
+              grid: list[str]) -> tuple[list[BenchmarkSpec], list[RunPlan]]:
+    """The specs and run plans of `clbench train BENCHMARK -m METHODS --seeds ... --set ... --grid ...`: one spec
+    per grid point, every (method, seed) of each, each run folder once. Bad options fail here, before any work."""
+    from clbench.data.custom import check_own_tasks
+    from clbench.run.engine import check_shipped_name, plan_runs, unique_plans
+    from clbench.spec import load_benchmark
+
     override_sets = grid_override_sets(overrides, grid)
     origins = [*(f"--set {text}" for text in overrides), *(f"--grid {text}" for text in grid)]
     specs = [load_benchmark(benchmark, override_set, origins) for override_set in override_sets]
@@ -90,18 +104,82 @@ def train(
         check_shipped_name(spec, methods)
         check_own_tasks(spec)
     plans = unique_plans(plan for spec, override_set in zip(specs, override_sets)
-                         for plan in plan_runs(spec, methods, seed_list, results.absolute(), override_set))
-    execution = check_execution(Execution(executor, jobs, device, parse_devices(devices or ""), address,
-                                          gpus_per_run, force))
+                         for plan in plan_runs(spec, methods, seeds, results.absolute(), override_set))
+    return specs, plans
+
+
+def plan_tuned(benchmark: str, methods: list[str], references: list[str], seeds: list[int], results: Path,
+               overrides: list[str], grid: list[str], files: list[Path]) -> tuple[list[BenchmarkSpec], list[RunPlan]]:
+    """`plan_grid` with each method's tuned file applied: the file is read for the config of `clbench train
+    BENCHMARK -m METHOD --set ...` (refused, naming the difference, if made for another benchmark, config or method,
+    or edited), its chosen values appended to the `--set` options, and its sha256 and tuning seed put in the plans
+    (not in the config hash: the same values given by hand make the same run)."""
+    import dataclasses
+
+    from clbench.errors import ClbenchError
+    from clbench.run.engine import unique_plans
+    from clbench.tuning import file_sha256, read_tuned
+
+    if grid:
+        raise ClbenchError("--tuned applies the values a tuned file chose: give no --grid with it (`clbench tune` "
+                           "searches a grid)")
+    if len(files) != len(methods):
+        raise ClbenchError(f"--tuned: give one tuned file per method of -m ({', '.join(methods)}), in the same "
+                           f"order; {len(files)} given")
+    specs: list[BenchmarkSpec] = []
+    plans: list[RunPlan] = []
+    for name, path in zip(methods, files):
+        base = plan_grid(benchmark, [name], seeds[:1], results, overrides, [])[1][0]
+        sha256 = file_sha256(path) if Path(path).is_file() else None
+        choice = read_tuned(path, base.spec.name, base.config_hash, name, overrides)
+        if file_sha256(path) != sha256:
+            raise ClbenchError(f"{path} changed while it was read; run the command again")
+        chosen = [*overrides, *choice.chosen_overrides]
+        method_specs, method_plans = plan_grid(benchmark, [name], seeds, results, chosen, [])
+        specs += method_specs
+        plans += [dataclasses.replace(plan, tuned_sha256=sha256, tuned_seed=choice.tuning_seed)
+                  for plan in method_plans]
+        if references:
+            reference_specs, reference_plans = plan_grid(benchmark, references, seeds, results, chosen, [])
+            specs += reference_specs
+            plans += reference_plans
+    return specs, unique_plans(plans)
+
+
+def _note_untuned_rows(outcomes: list[RunOutcome]) -> None:
+    """Say which tuned runs were reused as they were, their rows not recording the tuned file (a finished run of the
+    same config: the tuning grid's point at its seed, or the values given by hand); nothing is rewritten."""
+    import pandas as pd
+
+    from clbench.results import ACCURACY_FILE
+
+    for outcome in outcomes:
+        plan = outcome.plan
+        if outcome.status != "skipped" or plan.tuned_sha256 is None:
+            continue
+        stored = pd.read_parquet(plan.run_dir / ACCURACY_FILE)
+        if "tuned_sha256" in stored and set(stored["tuned_sha256"].astype(object)) == {plan.tuned_sha256}:
+            continue
+        why = " (at the tuning seed: the grid point `clbench tune` trained)" if plan.seed == plan.tuned_seed else ""
+        console().print(f"{plan.run_id}: finished before with the same config{why}; reused as it is: its rows do not "
+                        f"record this tuned file (--force trains it again so that they do)", soft_wrap=True)
+
+
+def execute_plans(specs: list[BenchmarkSpec], plans: list[RunPlan], execution: Execution, data_dir: Path | None,
+                  mirror: str | None) -> list[RunOutcome]:
+    """Run the plans (`train` and `tune`): finished runs are skipped, stopped ones resumed; the data is prepared
+    first (local executor); Ctrl-C or SIGTERM exits 130 with the unfinished runs marked `interrupted`."""
+    from clbench.results import is_complete
+    from clbench.run.engine import check_code, fetching_loader, prepare_data
+
     for plan in plans:
         if not is_complete(plan.run_dir):
-            check_code(plan, force)
+            check_code(plan, execution.force)
     data_dir = data_dir or default_data_dir()
     with _exit_130_on_interrupt():
-        if executor == "local":
+        if execution.executor == "local":
             prepare_data(specs, data_dir, mirror)
-        outcomes = _run(plans, execution, fetching_loader(data_dir, mirror))
-    _summarise(outcomes, results, benchmark)
+        return _run(plans, execution, fetching_loader(data_dir, mirror))
 
 
 def reference_methods() -> list[str]:
@@ -164,7 +242,12 @@ def _summarise(outcomes: list[RunOutcome], results: Path, benchmark: str) -> Non
     out.print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no runs")
     out.print(f"results in {results}; make the table with `clbench report {shlex.quote(benchmark)} --results "
               f"{shlex.quote(str(results))}`", soft_wrap=True)
-    if "interrupted" in counts:
+    exit_if_unfinished(outcomes)
+
+
+def exit_if_unfinished(outcomes: list[RunOutcome]) -> None:
+    """Exit code 130 if a run was interrupted, 1 if one failed; return if every run succeeded."""
+    if any(outcome.status == "interrupted" for outcome in outcomes):
         raise typer.Exit(EXIT_INTERRUPTED)
     if any(not outcome.succeeded for outcome in outcomes):
         raise typer.Exit(EXIT_FAILED)

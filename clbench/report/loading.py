@@ -46,7 +46,8 @@ READ_COLUMNS = (
     ("hyperparameters", "string"), ("overrides", "string"), ("stage", "int64"), ("task", "int64"),
     ("task_name", "string"), ("accuracy", "double"), ("stage_epochs", "double"), ("stage_batches", "double"),
     ("stage_train_seconds", "double"), ("device", "string"), ("scenario", "string"), ("evaluation", "string"),
-    ("memory_samples", "double"), ("memory_bytes", "double"), ("split", "string"),
+    ("memory_samples", "double"), ("memory_bytes", "double"), ("split", "string"), ("tuned_sha256", "string"),
+    ("tuned_seed", "double"),
 )
 
 

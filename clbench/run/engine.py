@@ -82,6 +82,10 @@ class RunPlan:
     data_hash: str
     run_dir: Path
     reference_hash: str = ""
+    # `clbench train --tuned FILE`: the tuned file's sha256 and tuning seed, recorded in every row and in run.json;
+    # not part of the config (a tuned run and the same values given by hand are one run).
+    tuned_sha256: str | None = None
+    tuned_seed: int | None = None
 
     @property
     def method(self) -> str:
@@ -410,7 +414,8 @@ def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
             "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed,
             "config_hash": plan.config_hash, "data_hash": plan.data_hash,
             "reference_hash": plan.reference_hash, "config": plan.config,
-            "overrides": list(plan.overrides), "spec_file": plan.spec.source, "started_utc": utc_now(),
+            "overrides": list(plan.overrides), "tuned_sha256": plan.tuned_sha256, "tuned_seed": plan.tuned_seed,
+            "spec_file": plan.spec.source, "started_utc": utc_now(),
             "monitoring_reporter": plan.approach.cls.monitoring_reporter,
             "previous_status": previous.get("status"), "parameters": None, "resumed_after_stage": None,
             "torch_threads": torch.get_num_threads(), "approach_origin": origin_of(plan.method), **provenance}
@@ -492,7 +497,7 @@ def _encoded_rows(plan: RunPlan, rows: list[dict[str, Any]]) -> tuple[str, bytes
     """Stamp the rows with the finishing time and encode them as a results Parquet file: (the time, its bytes)."""
     finished = utc_now()
     for row in rows:
-        row["finished_utc"] = finished
+        row.update(finished_utc=finished, tuned_sha256=plan.tuned_sha256, tuned_seed=plan.tuned_seed)
     return finished, parquet_bytes(accuracy_frame(rows), {"run_id": plan.run_id})
 
 

@@ -1,0 +1,231 @@
+"""`clbench tune` through Typer's runner on a tiny two-task npz benchmark: the validation winner chosen and written,
+completed grid runs reused, the references of the forgetting-ratio rule trained, bad grids refused up front."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from clihelpers import TINY, flat
+from typer.testing import CliRunner
+
+from clbench.cli import app
+from clbench.run.engine import plan_runs
+from clbench.spec import load_benchmark
+from clbench.tuning import read_tuned, tuned_path
+
+runner = CliRunner()
+SPEC = """\
+name: tiny-tune
+datasets:
+  my-arrays: {format: npz, path: ./arrays.npz}
+data: {kind: split, datasets: [my-arrays], classes_per_task: [2], form: mnist28, validation_fraction: 0.25}
+network: {kind: mlp, hidden: [8]}
+"""
+# lr 0.0001 barely moves the network in one epoch; 0.05 learns the bright blocks: the second point should win, and
+# the test checks the stored validation rows say so rather than assuming it.
+GRID = ["--grid", "training.lr=0.0001,0.05"]
+
+
+def write_arrays(path: Path, seed: int = 0) -> None:
+    """4 classes (2 tasks of 2), 24 training and 8 test images each; a class is a bright block plus noise."""
+    rng = np.random.default_rng(seed)
+
+    def images(n: int) -> tuple[np.ndarray, np.ndarray]:
+        labels = np.repeat(np.arange(4), n)
+        pixels = rng.integers(0, 60, size=(len(labels), 28, 28))
+        for label in range(4):
+            pixels[labels == label, label * 7:(label + 1) * 7, :] += 180
+        return pixels.clip(0, 255).astype(np.uint8), labels.astype(np.int64)
+
+    x_train, y_train = images(24)
+    x_test, y_test = images(8)
+    np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+
+
+@pytest.fixture
+def spec_file(tmp_path: Path) -> Path:
+    write_arrays(tmp_path / "arrays.npz")
+    (tmp_path / "tiny.yaml").write_text(SPEC)
+    return tmp_path / "tiny.yaml"
+
+
+def tune(spec: Path, tmp_path: Path, *extra: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["tune", str(spec), "--results", str(tmp_path / "results"), "--data-dir",
+                                 str(tmp_path / "data"), *TINY, *extra])
+    return result.exit_code, flat(result.output)
+
+
+def base_hash(spec: Path, method: str, tmp_path: Path) -> str:
+    """The config hash of `clbench train SPEC -m METHOD` with TINY's --set options and no grid."""
+    overrides = TINY[1:4:2]
+    spec_object = load_benchmark(str(spec), overrides)
+    return plan_runs(spec_object, [method], [0], tmp_path / "results", overrides)[0].config_hash
+
+
+def final_validation_accuracy(results: Path, method: str) -> dict[str, float]:
+    """By hand from the stored rows: lr value -> mean task-aware validation accuracy over both tasks after task 2."""
+    scores = {}
+    for path in results.glob(f"tiny-tune/{method}/*/seed-0/accuracy.parquet"):
+        rows = pd.read_parquet(path)
+        last = rows[(rows["split"] == "validation") & (rows["evaluation"] == "task-aware") & (rows["stage"] == 2)]
+        assert sorted(last["task"]) == [1, 2]
+        lr = next(text.split("=")[1] for text in json.loads(rows["overrides"].iloc[0])
+                  if text.startswith("training.lr="))
+        scores[lr] = float(last["accuracy"].mean())
+    return scores
+
+
+def run_files(results: Path) -> dict[Path, int]:
+    return {path: path.stat().st_mtime_ns for path in results.rglob("*") if path.is_file()
+            and "_tuned" not in path.parts}
+
+
+def test_tune_chooses_the_validation_winner_writes_the_file_and_reuses_the_runs(spec_file: Path,
+                                                                                  tmp_path: Path) -> None:
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID)
+    assert code == 0, output
+    results = tmp_path / "results"
+    scores = final_validation_accuracy(results, "sgd")
+    assert set(scores) == {"0.0001", "0.05"}
+    assert scores["0.05"] != scores["0.0001"]
+    winner = max(scores, key=lambda lr: scores[lr])
+    config_hash = base_hash(spec_file, "sgd", tmp_path)
+    path = tuned_path(results, "tiny-tune", "sgd", config_hash)
+    choice = read_tuned(path, "tiny-tune", config_hash, "sgd")
+    assert choice.chosen == (("training.lr", winner),)
+    assert choice.tuning_seed == 0 and choice.rule == "accuracy"
+    assert [point.score for point in choice.points] == pytest.approx([scores["0.0001"], scores["0.05"]])
+    assert str(path) in output
+    assert not list(results.glob("tiny-tune/joint")) and not list(results.glob("tiny-tune/random"))
+
+    before, file_before = run_files(results), path.read_bytes()
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID)
+    assert code == 0, output
+    assert run_files(results) == before  # no run trained again, nothing rewritten
+    assert path.read_bytes() == file_before
+    assert "unchanged" in output
+
+
+def test_forgetting_ratio_trains_the_references_and_refuses_to_replace_another_choice(spec_file: Path,
+                                                                                          tmp_path: Path) -> None:
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID, "--select", "forgetting-ratio")
+    assert code == 0, output
+    results = tmp_path / "results"
+    for reference in ("joint", "random"):
+        assert list(results.glob(f"tiny-tune/{reference}/*/seed-0/accuracy.parquet")), reference
+    config_hash = base_hash(spec_file, "sgd", tmp_path)
+    path = tuned_path(results, "tiny-tune", "sgd", config_hash)
+    choice = read_tuned(path, "tiny-tune", config_hash, "sgd")
+    assert choice.rule == "forgetting-ratio"
+    assert all(point.scored for point in choice.points)
+
+    written = path.read_bytes()
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID)  # the accuracy rule: another choice
+    assert code == 2, output
+    assert "holds another choice" in output and "--force" in output
+    assert path.read_bytes() == written
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID, "--force")
+    assert code == 0, output
+    assert read_tuned(path, "tiny-tune", config_hash, "sgd").rule == "accuracy"
+
+
+def test_no_grid_names_the_method_and_the_option(spec_file: Path, tmp_path: Path) -> None:
+    code, output = tune(spec_file, tmp_path, "-m", "sgd")
+    assert code == 2, output
+    assert "error: sgd has no grid to tune" in output and "--grid KEY=V1,V2" in output
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("run.json"))
+
+
+def test_a_grid_key_that_is_not_a_hyperparameter_is_train_s_error(spec_file: Path, tmp_path: Path) -> None:
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", "--grid", "sgd.nope=1,2")
+    assert code == 2, output
+    train = runner.invoke(app, ["train", str(spec_file), "-m", "sgd", "--grid", "sgd.nope=1,2", "--results",
+                                str(tmp_path / "results"), "--data-dir", str(tmp_path / "data"), *TINY])
+    assert train.exit_code == 2
+    assert output == flat(train.output)
+    assert "nope" in output
+    assert not list((tmp_path / "results").rglob("run.json"))
+
+
+def test_a_grid_of_another_method_is_refused(spec_file: Path, tmp_path: Path) -> None:
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", "--grid", "ewc.lamb=1,2")
+    assert code == 2, output
+    assert "ewc is not a method being tuned" in output
+
+
+@pytest.fixture
+def tuned_sgd(spec_file: Path, tmp_path: Path) -> Path:
+    """The tuned file of sgd over GRID (its runs at seed 0 in tmp_path/results)."""
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID)
+    assert code == 0, output
+    return tuned_path(tmp_path / "results", "tiny-tune", "sgd", base_hash(spec_file, "sgd", tmp_path))
+
+
+def train_tuned(spec: Path, tmp_path: Path, method: str, tuned: Path, *extra: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["train", str(spec), "-m", method, "--results", str(tmp_path / "results"),
+                                 "--data-dir", str(tmp_path / "data"), *TINY, "--tuned", str(tuned), *extra])
+    return result.exit_code, flat(result.output)
+
+
+def test_train_tuned_applies_the_choice_and_records_the_file_in_every_row(spec_file: Path, tmp_path: Path,
+                                                                           tuned_sgd: Path) -> None:
+    results = tmp_path / "results"
+    scores = final_validation_accuracy(results, "sgd")
+    winner = max(scores, key=lambda lr: scores[lr])
+    tuning_runs = run_files(results)
+    code, output = train_tuned(spec_file, tmp_path, "sgd", tuned_sgd, "--seeds", "0-1")
+    assert code == 0, output
+    by_hand = [*TINY[1:4:2], f"training.lr={winner}"]
+    plan = plan_runs(load_benchmark(str(spec_file), by_hand), ["sgd"], [1], results.absolute(), by_hand)[0]
+    rows = pd.read_parquet(plan.run_dir / "accuracy.parquet")  # the hand-set values' run folder: the same config
+    assert len(rows) > 0
+    assert rows["tuned_sha256"].tolist() == [hashlib.sha256(tuned_sgd.read_bytes()).hexdigest()] * len(rows)
+    assert rows["tuned_seed"].tolist() == [0] * len(rows)
+    assert (rows["overrides"] == json.dumps(by_hand)).all()
+    assert run_files(results).items() >= tuning_runs.items()  # seed 0 (the grid point) reused, not rewritten
+    assert "seed-0: finished before with the same config" in output, output
+
+
+def test_train_without_tuned_records_no_tuning(spec_file: Path, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["train", str(spec_file), "-m", "sgd", "--results", str(tmp_path / "results"),
+                                 "--data-dir", str(tmp_path / "data"), *TINY])
+    assert result.exit_code == 0, result.output
+    rows = pd.concat(pd.read_parquet(path) for path in (tmp_path / "results").rglob("accuracy.parquet"))
+    assert rows["tuned_sha256"].isna().all() and rows["tuned_seed"].isna().all()
+
+
+@pytest.mark.parametrize(("method", "extra", "difference"), [
+    ("ewc", [], "is a tuned file for method sgd, not ewc"),
+    ("sgd", ["--set", "training.batch_size=8"], "is a tuned file for config hash"),
+])
+def test_a_tuned_file_made_for_another_run_is_refused(spec_file: Path, tmp_path: Path, tuned_sgd: Path,
+                                                      method: str, extra: list[str], difference: str) -> None:
+    before = run_files(tmp_path / "results")
+    code, output = train_tuned(spec_file, tmp_path, method, tuned_sgd, "--seeds", "1", *extra)
+    assert code == 2, output
+    assert difference in output and f"clbench tune tiny-tune -m {method}" in output
+    assert run_files(tmp_path / "results") == before
+
+
+@pytest.mark.parametrize(("field", "replacement", "refusal"), [
+    ("run_id: ", "tiny-tune/sgd/000000000000/seed-0", "was changed after `clbench tune` wrote it"),
+    ("validation_score: ", "0.999", "is damaged or edited"),  # the first point's score: now the best
+])
+def test_an_edited_tuned_file_is_refused(spec_file: Path, tmp_path: Path, tuned_sgd: Path, field: str,
+                                         replacement: str, refusal: str) -> None:
+    text = tuned_sgd.read_text()
+    assert text.count(field) == 2
+    first = text.index(field) + len(field)
+    end = text.index("\n", first)
+    assert text[first:end] != replacement
+    tuned_sgd.write_text(text[:first] + replacement + text[end:])
+    before = run_files(tmp_path / "results")
+    code, output = train_tuned(spec_file, tmp_path, "sgd", tuned_sgd, "--seeds", "1")
+    assert code == 2, output
+    assert refusal in output
+    assert run_files(tmp_path / "results") == before
