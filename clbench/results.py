@@ -7,6 +7,8 @@ Layout: `<results>/<benchmark>/<method>/<config hash>/seed-<seed>/`
   `test` (the task's test set) or `validation` (the validation split the protocol held out of its training set);
   `n_test` is the number of samples of the row's split that were evaluated; schema 1 files hold only the
   task-aware test rows of tasks u <= t, t >= 1, schema 1 and 2 files only test rows (no `split` column);
+  `tuned_sha256` and `tuned_seed` (`TUNED_COLUMNS`) name the tuned file a `clbench train --tuned` run applied,
+  null otherwise (and read as null from files written before them);
 - `run.json`: the resolved config, the command's overrides, provenance and status (running/complete/failed);
   provenance includes `approach_origin` (also a JSON column of the rows): `{"kind": "built-in", "module"}`, a
   plugin file's `path` and `sha256`, a plugin `module`, or an entry point's `distribution` and `version`;

@@ -475,3 +475,54 @@ def _choice_from(data: dict[str, Any]) -> TunedChoice:
     return TunedChoice(str(data["benchmark"]), str(data["method"]), str(data["config_hash"]), grid,
                        str(data["rule"]), str(data["evaluation"]), int(data["tuning_seed"]),
                        tuple(str(text) for text in data["overrides"]), points, chosen, str(data["clbench_version"]))
+
+
+def tuned_files(results_dir: Path, benchmark: str) -> list[Path]:
+    """The tuned files of a benchmark's results (`<results>/<benchmark>/_tuned/*.yaml`), sorted by name."""
+    return sorted((Path(results_dir) / benchmark / TUNED_FOLDER).glob("*.yaml"))
+
+
+def read_tuned_file(path: Path) -> TunedChoice:
+    """The choice in a tuned file, after checking that it is intact (not what it was made for: `read_tuned`)."""
+    return _parse_tuned(Path(path))
+
+
+def tuning_points(rows: pd.DataFrame, paths: Sequence[Path]) -> tuple[pd.DataFrame, list[str]]:
+    """For `report --tuning`: one row per tuned file and grid point (file, method, rule, evaluation, tuning_seed,
+    point, validation_score, test_score, chosen, test_choice, tuned_seeds: the seeds of the runs in `rows` that
+    `clbench train --tuned` trained with the file), and notes: a file that cannot be used, and each file whose test
+    split would have chosen another point (`compare_with_test`), or that has no test score for some points."""
+    table: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for path in paths:
+        try:
+            choice = read_tuned_file(path)
+        except TuningError as error:
+            notes.append(str(error))
+            continue
+        comparison = compare_with_test(rows, choice)
+        sha256 = file_sha256(path)
+        tuned = rows[rows["tuned_sha256"] == sha256] if "tuned_sha256" in rows else rows.iloc[0:0]
+        seeds = ",".join(str(int(seed)) for seed in sorted(tuned["seed"].unique()))
+        for point, test in zip(choice.points, comparison.test_scores):
+            table.append({"file": Path(path).name, "method": choice.method, "rule": choice.rule,
+                          "evaluation": choice.evaluation, "tuning_seed": choice.tuning_seed, "point": point.label,
+                          "validation_score": point.score, "test_score": test.score,
+                          "chosen": point.values == choice.chosen,
+                          "test_choice": comparison.test is not None and point.values == comparison.test.values,
+                          "tuned_seeds": seeds})
+        chosen = ", ".join(choice.chosen_overrides)
+        if comparison.disagrees:
+            assert comparison.test is not None
+            notes.append(f"{choice.method} ({Path(path).name}): the test split would have chosen "
+                         f"{comparison.test.label}, not {chosen}; the choice is made on validation only (report the "
+                         f"validation winner's test numbers)")
+        elif comparison.missing:
+            notes.append(f"{choice.method} ({Path(path).name}): {len(comparison.missing)} grid points have no test "
+                         f"score at seed {choice.tuning_seed} ({comparison.missing[0].problem}); no test winner to "
+                         f"compare with")
+    return pd.DataFrame(table, columns=TUNING_POINT_COLUMNS), notes
+
+
+TUNING_POINT_COLUMNS = ("file", "method", "rule", "evaluation", "tuning_seed", "point", "validation_score",
+                        "test_score", "chosen", "test_choice", "tuned_seeds")

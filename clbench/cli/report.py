@@ -33,6 +33,7 @@ class ReportRequest:
     paper: bool = False
     evaluation: str = "task-aware"
     split: str = "test"
+    tuning: bool = False
 
 
 @handle_errors
@@ -68,6 +69,9 @@ def report(
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the tables to this file too."),
     paper: bool = typer.Option(False, "--paper", help="The paper's published numbers beside ours (same approach, "
                                "stage and pmnist variant), with the settings where our runs differ."),
+    tuning: bool = typer.Option(False, "--tuning", help="Each tuned file of `clbench tune`: every grid point's "
+                                "validation score (and test score), the chosen point, a warning when test would "
+                                "have chosen another, and the seeds trained with it (--tuned)."),
 ) -> None:
     """The paper's tables (forgetting ratio or accuracy per stage, summary, time, HAT) and figures."""
     from clbench.report.render import FORMATS
@@ -85,10 +89,10 @@ def report(
         raise ClbenchError(f"--split {split!r}: use test or validation")
     if paper and split != "test":
         raise ClbenchError("--paper compares test numbers with the paper's: leave out --split validation")
-    others = summary or time or hat or monitoring or paper
+    others = summary or time or hat or monitoring or paper or tuning
     request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
                             references, parse_seeds(seeds) if seeds else None, plot, monitoring, paper, evaluation,
-                            split)
+                            split, tuning)
     text, figures = run_report(results, benchmark, request)
     if output is not None:
         output.write_text(text)
@@ -173,6 +177,8 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
 
         comparison = build_paper_comparison(results, name, results=loaded)
         sections.append((name, "paper", render_comparison(comparison, fmt)))
+    if request.tuning:
+        sections.append((name, "tuning", _tuning_text(results, name, request.fmt)))
     other = None
     if request.plot is not None and main is not None and loaded.rows is not None:
         evaluations = set(loaded.rows["evaluation"].unique())
@@ -186,6 +192,38 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
         sections += found
         figures += drawn
     return sections, figures
+
+
+def _tuning_text(results: Path, name: str, fmt: str) -> str:
+    """`--tuning`: one table per tuned file (each grid point's validation and test score, the chosen point, the
+    point test would have chosen) and the notes (`clbench.tuning.tuning_points`); test rows of every seed."""
+    from clbench.report import Table, load_results, render_tables
+    from clbench.tuning import tuned_files, tuning_points
+
+    paths = tuned_files(results, name)
+    if not paths:
+        raise ClbenchError(f"no tuned files in {Path(results, name, '_tuned')}: make them with `clbench tune "
+                           f"{name} -m METHOD --grid KEY=V1,V2,...`")
+    rows = load_results(results, name, split="test").rows
+    points, notes = tuning_points(rows, paths)
+    if fmt == "csv":
+        return points.to_csv(index=False)
+    tables = []
+    for file, group in points.groupby("file", sort=True):
+        first = group.iloc[0]
+        rule = first["rule"]
+        seeds = f"; trained with --tuned at seeds {first['tuned_seeds']}" if first["tuned_seeds"] else ""
+        rows_text = [[point, f"{validation:.4f}", "–" if test != test else f"{test:.4f}",
+                      "chosen (validation)" if chosen else ("test's choice" if test_choice else "")]
+                     for point, validation, test, chosen, test_choice in
+                     group[["point", "validation_score", "test_score", "chosen", "test_choice"]].itertuples(
+                         index=False)]
+        tables.append(Table(["point", f"validation {rule}", f"test {rule}", "chosen"], rows_text,
+                            title=f"{first['method']} ({file}): tuned on seed {first['tuning_seed']}, "
+                                  f"{first['evaluation']}{seeds}"))
+    if notes:
+        tables.append(Table([], [], notes=notes))
+    return render_tables(tables, fmt)
 
 
 def _monitoring_sections(loaded: Results, name: str, request: ReportRequest) -> tuple[list[tuple[str, str, str]],

@@ -4,6 +4,7 @@ completed grid runs reused, the references of the forgetting-ratio rule trained,
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 
@@ -229,3 +230,68 @@ def test_an_edited_tuned_file_is_refused(spec_file: Path, tmp_path: Path, tuned_
     assert code == 2, output
     assert refusal in output
     assert run_files(tmp_path / "results") == before
+
+
+def final_test_accuracy(results: Path) -> dict[str, float]:
+    """By hand from the stored rows: lr value -> mean task-aware test accuracy after task 2 of sgd at seed 0."""
+    scores = {}
+    for path in results.glob("tiny-tune/sgd/*/seed-0/accuracy.parquet"):
+        rows = pd.read_parquet(path)
+        last = rows[(rows["split"] == "test") & (rows["evaluation"] == "task-aware") & (rows["stage"] == 2)]
+        lr = next(text.split("=")[1] for text in json.loads(rows["overrides"].iloc[0])
+                  if text.startswith("training.lr="))
+        scores[lr] = float(last["accuracy"].mean())
+    return scores
+
+
+def report_tuning(tmp_path: Path, *extra: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["report", "tiny-tune", "--results", str(tmp_path / "results"), "--tuning", *extra])
+    return result.exit_code, result.output
+
+
+def test_report_tuning_lists_each_point_the_choice_and_the_tuned_seeds(spec_file: Path, tmp_path: Path,
+                                                                         tuned_sgd: Path) -> None:
+    code, output = train_tuned(spec_file, tmp_path, "sgd", tuned_sgd, "--seeds", "1-2")
+    assert code == 0, output
+    results = tmp_path / "results"
+    validation, test = final_validation_accuracy(results, "sgd"), final_test_accuracy(results)
+    code, output = report_tuning(tmp_path, "--format", "csv")
+    assert code == 0, output
+    table = pd.read_csv(io.StringIO(output), dtype={"point": str, "tuned_seeds": str})
+    assert table["point"].tolist() == ["training.lr=0.0001", "training.lr=0.05"]
+    assert table["validation_score"].tolist() == pytest.approx([validation["0.0001"], validation["0.05"]])
+    assert table["test_score"].tolist() == pytest.approx([test["0.0001"], test["0.05"]])
+    winner = max(validation, key=lambda lr: validation[lr])
+    assert table["chosen"].tolist() == [lr == winner for lr in ("0.0001", "0.05")]
+    test_winner = max(test, key=lambda lr: (test[lr], lr == "0.0001"))  # ties: the first in the grid's order
+    assert table["test_choice"].tolist() == [lr == test_winner for lr in ("0.0001", "0.05")]
+    assert set(table["tuned_seeds"]) == {"1,2"}  # seed 0 is the grid point, reused: not trained with --tuned
+    assert set(table["file"]) == {tuned_sgd.name}
+
+
+def test_report_tuning_warns_when_test_would_choose_another_point(spec_file: Path, tmp_path: Path,
+                                                                   tuned_sgd: Path) -> None:
+    results = tmp_path / "results"
+    validation = final_validation_accuracy(results, "sgd")
+    loser = min(validation, key=lambda lr: validation[lr])
+    for path in results.glob("tiny-tune/sgd/*/seed-0/accuracy.parquet"):  # the loser's test rows made perfect
+        rows = pd.read_parquet(path)
+        if f"training.lr={loser}" in json.loads(rows["overrides"].iloc[0]):
+            rows.loc[rows["split"] == "test", "accuracy"] = 1.0
+            rows.to_parquet(path)
+    code, output = report_tuning(tmp_path)
+    assert code == 0, output
+    assert f"the test split would have chosen training.lr={loser}" in flat(output)
+    code, output = report_tuning(tmp_path, "--format", "csv")
+    table = pd.read_csv(io.StringIO(output), dtype={"point": str})
+    assert table.loc[table["test_choice"], "point"].tolist() == [f"training.lr={loser}"]
+    assert table.loc[table["chosen"], "point"].tolist() != [f"training.lr={loser}"]
+
+
+def test_report_tuning_without_tuned_files_says_how_to_make_them(spec_file: Path, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["train", str(spec_file), "-m", "sgd", "--results", str(tmp_path / "results"),
+                                 "--data-dir", str(tmp_path / "data"), *TINY])
+    assert result.exit_code == 0, result.output
+    code, output = report_tuning(tmp_path)
+    assert code == 2, output
+    assert "no tuned files" in flat(output) and "clbench tune tiny-tune -m METHOD --grid" in flat(output)
