@@ -72,9 +72,12 @@ def build(cls: type[T], mapping: Mapping[str, Any] | None, *, where: str, source
     """
     origins = origins or {}
     source = origin_of(where, source, origins)
-    mapping = dict(mapping or {})
+    if mapping is None:
+        mapping = {}
     if not isinstance(mapping, dict):
-        raise SpecError(f"{source}: `{where}` must be a mapping, got {type(mapping).__name__}")
+        raise SpecError(f"{source}: `{where}` must be a mapping of keys to values, got {mapping!r} "
+                        f"({type(mapping).__name__})")
+    mapping = dict(mapping)
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(mapping) - set(fields))

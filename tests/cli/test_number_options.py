@@ -112,3 +112,26 @@ def test_a_refused_hyperparameter_names_the_option_that_gave_it(options: list[st
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
     assert not results.exists()
+
+
+@pytest.mark.parametrize("override, message", [
+    ("training=5", "--set training=5: `training` must be a mapping of keys to values, got 5 (int)"),
+    ("data=[1, 2]", "--set data=[1, 2]: `data` must be a mapping of keys to values, got [1, 2] (list)"),
+    ("training=abc", "--set training=abc: `training` must be a mapping of keys to values, got 'abc' (str)"),
+])
+def test_a_section_given_a_value_that_is_not_a_mapping_is_a_one_line_error(override: str, message: str,
+                                                                           tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    result = runner.invoke(app, ["train", "mnist2", "--set", override, "-m", "sgd", "--results", str(results)])
+    assert result.exit_code == 2, result.output  # was a TypeError/ValueError traceback (exit 1)
+    assert message in " ".join(result.output.split())
+    assert not results.exists()
+
+
+def test_a_spec_file_whose_section_is_not_a_mapping_names_the_file(tmp_path: Path) -> None:
+    spec = tmp_path / "bad.yaml"
+    document = yaml.safe_load((Path(__file__).resolve().parents[2] / "benchmarks" / "mnist2.yaml").read_text())
+    spec.write_text(yaml.safe_dump({**document, "training": 5}))
+    result = runner.invoke(app, ["train", str(spec), "-m", "sgd", "--results", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    assert f"{spec}: `training` must be a mapping of keys to values, got 5 (int)" in " ".join(result.output.split())
