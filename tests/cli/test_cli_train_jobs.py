@@ -91,7 +91,9 @@ def test_jobs_run_everything_once_report_a_failure_and_match_serial(tmp_path: Pa
     result = runner.invoke(app, [*common, "--results", str(serial), "--device", "cpu"])
     assert result.exit_code == 0, result.output
     parallel_rows, serial_rows = stored(parallel), stored(serial)
-    assert len(parallel_rows) == len(serial_rows) == 24 * 3  # 3 runs x stages 0-3 x 3 tasks x 2 evaluations
+    # 3 runs x stages 0-3 x 3 tasks x 2 evaluations x 2 splits (test, validation)
+    assert len(parallel_rows) == len(serial_rows) == 24 * 3 * 2
+    assert set(parallel_rows["split"]) == {"test", "validation"}
     assert parallel_rows["accuracy"].tolist() == serial_rows["accuracy"].tolist()
     assert parallel_rows["loss"].fillna(-1).tolist() == serial_rows["loss"].fillna(-1).tolist()
 

@@ -118,6 +118,7 @@ def test_train_with_the_ray_executor_matches_the_local_one(ray_instance, tmp_pat
         return pd.concat(frames, ignore_index=True)
 
     ray_rows, local_rows = rows(tmp_path / "ray"), rows(tmp_path / "local")
-    # 2 runs x stages 0-2 x 2 tasks x 2 evaluations
-    assert len(ray_rows) == 24 and ray_rows["accuracy"].tolist() == local_rows["accuracy"].tolist()
+    # 2 runs x stages 0-2 x 2 tasks x 2 evaluations x 2 splits (test, validation)
+    assert len(ray_rows) == 48 and set(ray_rows["split"]) == {"test", "validation"}
+    assert ray_rows["accuracy"].tolist() == local_rows["accuracy"].tolist()
     assert ray_rows["loss"].tolist() == local_rows["loss"].tolist()
