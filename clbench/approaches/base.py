@@ -41,6 +41,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from clbench.approaches.optim import PlainSGD, StepOptimizer
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network
@@ -459,12 +460,13 @@ class Approach:
             return torch.autocast(self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    def make_optimizer(self, stage: int, lr: float) -> torch.optim.Optimizer:
-        """Plain SGD (no momentum, no weight decay) over `trainable_parameters`."""
-        return torch.optim.SGD(list(self.trainable_parameters(stage)), lr=lr)
+    def make_optimizer(self, stage: int, lr: float) -> StepOptimizer:
+        """Plain SGD (no momentum, no weight decay) over `trainable_parameters`: `PlainSGD`, torch.optim.SGD's step
+        without importing torch._dynamo. An approach may return any `torch.optim` optimiser instead."""
+        return PlainSGD(self.trainable_parameters(stage), lr=lr)
 
     def train_epoch(self, stage: int, epoch: int, data: LabelledData,
-                    optimizer: torch.optim.Optimizer) -> tuple[float, int]:
+                    optimizer: StepOptimizer) -> tuple[float, int]:
         """One shuffled pass over `data`; returns (mean training loss, batches)."""
         self.network.train()
         order = torch.randperm(len(data), generator=self.batch_generator).to(data.images.device)

@@ -40,6 +40,7 @@ import torch
 import clbench
 from clbench.approaches import Approach, ApproachContext, resolve
 from clbench.approaches.base import Evaluation
+from clbench.approaches.optim import StepOptimizer
 from clbench.data.custom import custom_datasets, load_custom, n_classes_lookup
 from clbench.data.sources import ImageSet, PreparedDataset, get_source
 from clbench.data.tasks import DatasetLoader, LabelledData, TaskSequence, build_tasks, head_sizes_for, task_order
@@ -131,7 +132,7 @@ class TimedLoop(Approach):
     stop_after_validations: int = 0
 
     def train_epoch(self, stage: int, epoch: int, data: LabelledData,
-                    optimizer: torch.optim.Optimizer) -> tuple[float, int]:
+                    optimizer: StepOptimizer) -> tuple[float, int]:
         start = _clock(self.device)
         loss, n_batches = super().train_epoch(stage, epoch, data, optimizer)
         self.timed_epochs.append(Timed(stage, _clock(self.device) - start, n_batches))

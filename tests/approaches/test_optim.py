@@ -1,0 +1,81 @@
+"""PlainSGD: torch.optim.SGD's plain step without importing torch._dynamo (issue 29, start-up)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from clbench.approaches.optim import PlainSGD
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def network(seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+
+
+def test_plain_sgd_takes_torch_sgd_s_steps_bit_for_bit_over_100_steps() -> None:
+    ours, theirs = network(0), network(0)
+    optimisers = PlainSGD(ours.parameters(), lr=0.05), torch.optim.SGD(theirs.parameters(), lr=0.05)
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(100):
+        inputs = torch.randn(8, 6, generator=generator)
+        targets = torch.randint(0, 3, (8,), generator=generator)
+        for model, optimiser in zip((ours, theirs), optimisers):
+            optimiser.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(model(inputs), targets).backward()
+            optimiser.step()
+    for mine, reference in zip(ours.parameters(), theirs.parameters()):
+        assert torch.equal(mine, reference)
+    assert not torch.equal(next(ours.parameters()), next(network(0).parameters()))  # the steps moved them
+
+
+def test_one_step_by_hand_and_parameters_without_a_gradient_stay() -> None:
+    moved = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    kept = torch.nn.Parameter(torch.tensor([3.0]))
+    optimiser = PlainSGD([moved, kept], lr=0.5)
+    moved.grad = torch.tensor([0.2, -0.4])
+    optimiser.step()
+    # 1 - 0.5 * 0.2 and -2 - 0.5 * (-0.4), in float32
+    assert torch.equal(moved.detach(), torch.tensor([0.9, -1.8])) and kept.tolist() == [3.0]
+
+
+def test_zero_grad_sets_to_none_or_to_zeros() -> None:
+    parameter = torch.nn.Parameter(torch.ones(2))
+    optimiser = PlainSGD([parameter], lr=0.1)
+    parameter.grad = torch.ones(2)
+    optimiser.zero_grad(set_to_none=False)
+    assert parameter.grad is not None and parameter.grad.tolist() == [0.0, 0.0]
+    optimiser.zero_grad()
+    assert parameter.grad is None
+
+
+def test_a_learning_rate_that_is_not_positive_is_refused() -> None:
+    with pytest.raises(ValueError, match="learning rate 0"):
+        PlainSGD([torch.nn.Parameter(torch.ones(1))], lr=0)
+
+
+def test_a_training_run_imports_no_torch_dynamo() -> None:
+    """The paper's plain SGD compiles nothing: a whole run (train, validation, test rows) leaves torch._dynamo
+    unimported (torch.optim.SGD's constructor imported it: about 2 s of start-up)."""
+    script = (
+        "import sys, tempfile, torch\n"
+        "from pathlib import Path\n"
+        "from synthetic import synthetic_loader, tiny_spec\n"
+        "from clbench.run.engine import execute, plan_runs\n"
+        "with tempfile.TemporaryDirectory() as tmp:\n"
+        "    [plan] = plan_runs(tiny_spec('mlp'), ['sgd'], [0], Path(tmp))\n"
+        "    outcome = execute(plan, device=torch.device('cpu'), loader=synthetic_loader(n_train=64, n_test=32))\n"
+        "assert outcome.rows and outcome.error is None, outcome.error\n"
+        "print('torch._dynamo' in sys.modules)\n")
+    path = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))  # keeps a caller's clbench
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=TESTS,
+                            env={**os.environ, "PYTHONPATH": path}, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "False"
