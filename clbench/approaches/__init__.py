@@ -39,7 +39,7 @@ BUILTINS: dict[str, str] = {
 """Built-in method name -> "module:Class" (registered by `clbench.approaches.registry`, as plugins are)."""
 
 _REGISTRY_NAMES = ("ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach",
-                   "approach_names", "lookup", "resolve")
+                   "approach_names", "check_default_grids", "lookup", "resolve")
 
 __all__ = ["BUILTINS", *_REGISTRY_NAMES]
 

@@ -30,7 +30,7 @@ from clbench.spec.fields import build, origin_of, to_dict
 from clbench.spec.grid import GridAxis, value_text
 
 __all__ = ["ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach", "resolve",
-           "approach_names", "load_builtin", "load_methods", "lookup"]
+           "check_default_grids", "approach_names", "load_builtin", "load_methods", "lookup"]
 
 
 def load_builtin(name: str, target: str) -> type[Approach]:
@@ -99,7 +99,7 @@ def lookup(method: str) -> type[Approach]:
     return REGISTRY[method]
 
 
-def resolve(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
+def resolve(spec: BenchmarkSpec, method: str, check_grids: bool = True) -> ResolvedApproach:
     """Validate the spec's section for `method` (its `training` sub-section overrides the protocol).
 
     `method` is a registered name or a plugin's method spec (`file.py:Class`, `package.module:Class`). Every other
@@ -113,10 +113,17 @@ def resolve(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
     for other in spec.approaches:
         if other != method:
             _build(spec, other)
+    if check_grids:
+        check_default_grids(spec)
+    return _build(spec, method)
+
+
+def check_default_grids(spec: BenchmarkSpec) -> None:
+    """Every default grid of the spec (`grids:`) valid, as `resolve` checks it: for a caller that resolves many
+    methods of one spec, once (`resolve(..., check_grids=False)` then), since it builds one approach per value."""
     for grid_method, axes in spec.grids.items():
         for axis in axes:
             _check_grid_axis(spec, grid_method, axis)
-    return _build(spec, method)
 
 
 def _check_grid_axis(spec: BenchmarkSpec, method: str, axis: GridAxis) -> None:

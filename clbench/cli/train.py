@@ -130,10 +130,8 @@ def plan_tuned(benchmark: str, methods: list[str], references: list[str], seeds:
     plans: list[RunPlan] = []
     for name, path in zip(methods, files):
         base = plan_grid(benchmark, [name], seeds[:1], results, overrides, [])[1][0]
-        sha256 = file_sha256(path) if Path(path).is_file() else None
         choice = read_tuned(path, base.spec.name, base.config_hash, name, overrides)
-        if file_sha256(path) != sha256:
-            raise ClbenchError(f"{path} changed while it was read; run the command again")
+        sha256 = file_sha256(path)
         chosen = [*overrides, *choice.chosen_overrides]
         method_specs, method_plans = plan_grid(benchmark, [name], seeds, results, chosen, [])
         specs += method_specs
@@ -235,14 +233,19 @@ def _summarise(outcomes: list[RunOutcome], results: Path, benchmark: str) -> Non
 
     `benchmark` is the argument as the user gave it (a name or a spec file), so the printed command works pasted.
     """
-    counts: dict[str, int] = {}
-    for outcome in outcomes:
-        counts[outcome.status] = counts.get(outcome.status, 0) + 1
     out = console()
-    out.print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no runs")
+    out.print(status_counts(outcomes))
     out.print(f"results in {results}; make the table with `clbench report {shlex.quote(benchmark)} --results "
               f"{shlex.quote(str(results))}`", soft_wrap=True)
     exit_if_unfinished(outcomes)
+
+
+def status_counts(outcomes: list[RunOutcome]) -> str:
+    """How many runs ended in each status, in order of first appearance: `3 done, 1 skipped` (or `no runs`)."""
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+    return ", ".join(f"{count} {status}" for status, count in counts.items()) or "no runs"
 
 
 def exit_if_unfinished(outcomes: list[RunOutcome]) -> None:

@@ -22,7 +22,14 @@ from clbench.cli.common import (
     handle_errors,
     load_methods,
 )
-from clbench.cli.train import SetOption, execute_plans, exit_if_unfinished, plan_grid, reference_methods
+from clbench.cli.train import (
+    SetOption,
+    execute_plans,
+    exit_if_unfinished,
+    plan_grid,
+    reference_methods,
+    status_counts,
+)
 
 if TYPE_CHECKING:
     from clbench.run.engine import RunPlan
@@ -77,10 +84,7 @@ def tune(
     plans = unique_plans(plans)
     execution = check_execution(Execution("local", jobs, device, (), None, 1.0, False))
     outcomes = execute_plans(specs, plans, execution, data_dir, mirror)
-    counts: dict[str, int] = {}
-    for outcome in outcomes:
-        counts[outcome.status] = counts.get(outcome.status, 0) + 1
-    console().print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no runs")
+    console().print(status_counts(outcomes))
     exit_if_unfinished(outcomes)
     rows = _rows(plans)
     for name, method_grid in grids.items():

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import torch
 
-from clbench.approaches import Approach, ApproachContext, ResolvedApproach, resolve
+from clbench.approaches import Approach, ApproachContext, ResolvedApproach, check_default_grids, resolve
 from clbench.approaches.base import TASK_AWARE, EpochLog, Evaluation, TaskLog
 from clbench.approaches.plugins import code_identity, code_text, method_argument, origin_of
 from clbench.data.custom import CustomDataset
@@ -196,8 +196,8 @@ def check_shipped_name(spec: BenchmarkSpec, methods: Sequence[str]) -> None:
         return
     shipped = _shipped_counterpart(spec)
     for method in dict.fromkeys(methods):
-        ours = flatten(run_config(spec, resolve(spec, method)))
-        theirs = flatten(run_config(shipped, resolve(shipped, method)))
+        ours = flatten(run_config(spec, resolve(spec, method, check_grids=False)))  # grids: checked by plan_runs
+        theirs = flatten(run_config(shipped, resolve(shipped, method, check_grids=False)))
         differing = [key for key in sorted(set(ours) | set(theirs)) if ours.get(key) != theirs.get(key)]
         if differing:
             shown = "; ".join(f"{key}={json.dumps(ours.get(key))} (shipped: {json.dumps(theirs.get(key))})"
@@ -223,8 +223,9 @@ def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int],
               overrides: Sequence[str] = ()) -> list[RunPlan]:
     """Resolve every (method, seed) of a command; unknown methods and bad sections fail before any work."""
     plans = []
+    check_default_grids(spec)  # once for the spec, not once per method
     for method in dict.fromkeys(methods):
-        approach = resolve(spec, method)
+        approach = resolve(spec, method, check_grids=False)
         config = run_config(spec, approach)
         config_hash = stable_hash(config)
         for seed in seeds:
