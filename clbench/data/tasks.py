@@ -1,13 +1,17 @@
 """Task construction: a benchmark's data spec + a seed -> a sequence of tasks as tensors on one device.
 
 Images stay uint8 on the device; `InputTransform` normalises them on the fly per batch (and applies the
-pixel permutation of permuted MNIST), so no per-sample Python runs on the hot path.
+pixel permutation of permuted MNIST), so no per-sample Python runs on the hot path. The evaluation splits (test,
+validation) are evaluated at every stage, so their normalised inputs are computed once, at their first
+evaluation, and kept (`InputCache`, within a byte budget): the same values, since the transform is elementwise
+(and a gather of pixels), whatever the batch.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,6 +65,42 @@ class InputTransform:
         return InputTransform(self.mean.to(device), self.std.to(device), permutations, self.flatten)
 
 
+# Budget of one task sequence's cache of normalised evaluation inputs (float32, 4 bytes per pixel: a permuted
+# MNIST test set is 31.4 MB, a 32x32 RGB test image 12 KB). Beyond it, splits are normalised batch by batch.
+EVAL_CACHE_BYTES = 1 << 30
+
+
+@dataclass(eq=False)
+class InputCache:
+    """The normalised inputs of whole evaluation splits, each computed at its first use and kept, while the bytes
+    kept stay within `budget_bytes` (a split that does not fit is normalised batch by batch, as before).
+
+    A cached split's batch is a slice of the same values the transform gives the slice's images: the transform is
+    elementwise, followed by a fixed gather of pixels. The tensors are ordinary (not inference) tensors, so a
+    batch may also enter autograd.
+    """
+
+    budget_bytes: int = EVAL_CACHE_BYTES
+    used_bytes: int = 0
+    # id(split) -> (a weak reference to the split, its inputs or None when over budget); weak, so that the cache
+    # holds no reference back to the splits that hold it (no cycle: a finished run's tensors are freed at once)
+    entries: dict[int, tuple[weakref.ref[LabelledData], torch.Tensor | None]] = field(default_factory=dict,
+                                                                                        repr=False)
+
+    def inputs(self, data: LabelledData) -> torch.Tensor | None:
+        """`data`'s normalised inputs (N, ...) float32, or None when they do not fit in the budget."""
+        entry = self.entries.get(id(data))
+        if entry is None or entry[0]() is not data:
+            size = data.images.numel() * torch.finfo(torch.float32).bits // 8
+            inputs = None
+            if self.used_bytes + size <= self.budget_bytes:
+                with torch.inference_mode(False), torch.no_grad():
+                    inputs = data.transform(data.images, data.task)
+                self.used_bytes += size
+            entry = self.entries[id(data)] = (weakref.ref(data), inputs)
+        return entry[1]
+
+
 @dataclass(frozen=True)
 class LabelledData:
     """Images and labels of one split, from one task or (joint training) several, on one device."""
@@ -70,6 +110,9 @@ class LabelledData:
     task_ids: torch.Tensor  # (N,) int64
     transform: InputTransform
     task: int  # the single task of all samples, or -1 if mixed
+    # evaluation splits: where their normalised inputs are kept (slices of them are the batches); None: normalise
+    # every batch (training data, replay buffers)
+    cache: InputCache | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
@@ -78,7 +121,9 @@ class LabelledData:
         """The samples at `indices`: a slice (views) or a 1-D index tensor on the data's device (gathered)."""
         images, labels = _take(self.images, indices), _take(self.labels, indices)
         if self.task >= 0:
-            return Batch(self.transform(images, self.task), labels, self.task, images=images)
+            cached = self.cache.inputs(self) if self.cache is not None and isinstance(indices, slice) else None
+            inputs = self.transform(images, self.task) if cached is None else cached[indices]
+            return Batch(inputs, labels, self.task, images=images)
         task_ids = _take(self.task_ids, indices)
         return Batch(self.transform(images, task_ids), labels, -1, task_ids, images)
 
@@ -226,11 +271,12 @@ def task_order(n_tasks: int, shuffle: bool, seed: int) -> list[int]:
 
 
 def build_tasks(spec: DataSpec, seed: int, load: DatasetLoader, device: torch.device | str = "cpu",
-                max_tasks: int | None = None) -> TaskSequence:
+                max_tasks: int | None = None, eval_cache_bytes: int = EVAL_CACHE_BYTES) -> TaskSequence:
     """Build the seeded task sequence: order, validation split, subsamples, tensors on `device`.
 
     `max_tasks` keeps only the first tasks of the seeded order (`clbench bench` needs two); they are the same
     tensors as in the full sequence, since every seeded stream is consumed task by task in that order.
+    `eval_cache_bytes`: the budget of the validation and test splits' normalised inputs (`InputCache`; 0: none).
     """
     raws = raw_tasks(spec, seed, load)
     order = task_order(len(raws), spec.shuffle_tasks, seed)
@@ -239,7 +285,8 @@ def build_tasks(spec: DataSpec, seed: int, load: DatasetLoader, device: torch.de
     transform = _transform(raws, flatten).to(torch.device(device))
     split_rng = numpy_generator(seed, "validation-split")
     sample_rng = numpy_generator(seed, "subsample")
-    tasks = tuple(_task(t, raw, spec, transform, split_rng, sample_rng, device) for t, raw in enumerate(raws))
+    cache = InputCache(eval_cache_bytes)
+    tasks = tuple(_task(t, raw, spec, transform, split_rng, sample_rng, device, cache) for t, raw in enumerate(raws))
     shape = raws[0].train_images.shape[1:]
     input_shape = (int(np.prod(shape)),) if flatten else tuple(int(s) for s in shape)
     return TaskSequence(tasks, input_shape)
@@ -255,7 +302,7 @@ def _transform(raws: Sequence[RawTask], flatten: bool) -> InputTransform:
 
 
 def _task(index: int, raw: RawTask, spec: DataSpec, transform: InputTransform, split_rng: np.random.Generator,
-          sample_rng: np.random.Generator, device: torch.device | str) -> Task:
+          sample_rng: np.random.Generator, device: torch.device | str, cache: InputCache | None = None) -> Task:
     raw.check(spec.validation_fraction)
     train_idx, valid_idx = validation_split(len(raw.train_labels), spec.validation_fraction, split_rng)
     if spec.max_train_samples is not None:
@@ -266,15 +313,15 @@ def _task(index: int, raw: RawTask, spec: DataSpec, transform: InputTransform, s
     if spec.max_test_samples is not None:
         test_idx = stratified_subsample(raw.test_labels, spec.max_test_samples, sample_rng)
 
-    def tensors(images: np.ndarray, labels: np.ndarray, idx: np.ndarray) -> LabelledData:
+    def tensors(images: np.ndarray, labels: np.ndarray, idx: np.ndarray, kept: InputCache | None) -> LabelledData:
         x = torch.from_numpy(np.ascontiguousarray(images[idx])).to(device)
         y = torch.from_numpy(labels[idx].astype(np.int64)).to(device)
         ids = torch.full_like(y, index)
-        return LabelledData(x, y, ids, transform, index)
+        return LabelledData(x, y, ids, transform, index, kept)
 
-    return Task(index, raw.name, raw.n_classes, tensors(raw.train_images, raw.train_labels, train_idx),
-                tensors(raw.train_images, raw.train_labels, valid_idx),
-                tensors(raw.test_images, raw.test_labels, test_idx))
+    return Task(index, raw.name, raw.n_classes, tensors(raw.train_images, raw.train_labels, train_idx, None),
+                tensors(raw.train_images, raw.train_labels, valid_idx, cache),
+                tensors(raw.test_images, raw.test_labels, test_idx, cache))
 
 
 def prepared_loader(data_dir: Path) -> DatasetLoader:

@@ -466,7 +466,8 @@ def evaluate_stage(approach: Approach, tasks: TaskSequence, stage: int,
                    split: str = TEST) -> list[tuple[int, str, Evaluation, float]]:
     """(task, evaluation, result, seconds) of every task evaluated after task `stage` (0-based; -1: at
     initialisation) on `split` (each task's test set, or its validation split), in task order, each task's
-    evaluations from one pass (`Approach.evaluate_task`: inference mode, on the approach's device).
+    evaluations from one pass (`Approach.evaluate_task`: inference mode, on the approach's device), whose
+    seconds each of them carries.
 
     Task-agnostic candidates: the classes of tasks 0..max(stage, u) (every class seen so far, and the task's own
     classes when it is not learned yet, so that its accuracy is not 0 by construction).
@@ -487,7 +488,8 @@ def _evaluate_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stag
     validation rows). `stage_eval_seconds` is the time of all of the stage's evaluations."""
     evaluations = [(split, evaluation) for split in splits for evaluation in evaluate_stage(approach, tasks, stage,
                                                                                             split)]
-    eval_seconds = sum(seconds for _, (*_, seconds) in evaluations)
+    # a task's evaluations come from one pass and carry its time each: counted once per task and split
+    eval_seconds = sum({(split, task): seconds for split, (task, *_, seconds) in evaluations}.values())
     memory = approach.memory_usage() if stage >= 0 else (0, 0)
     return [accuracy_row(plan, header, stage, task, tasks[task].name, name, result, task_log, eval_seconds, memory,
                          split)
