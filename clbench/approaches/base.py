@@ -41,7 +41,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from clbench.approaches.optim import PlainSGD, StepOptimizer
+from clbench.approaches.optim import PlainSGD, StepOptimizer, clip_grad_norm
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network
@@ -480,7 +480,7 @@ class Approach:
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.before_step(step)
-            torch.nn.utils.clip_grad_norm_(parameters, self.hparams.clip_grad_norm)
+            clip_grad_norm(parameters, self.hparams.clip_grad_norm)
             optimizer.step()
             self.after_step(step)
             total += loss.detach()

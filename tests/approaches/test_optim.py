@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from clbench.approaches.optim import PlainSGD
+from clbench.approaches.optim import PlainSGD, clip_grad_norm
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -79,3 +79,45 @@ def test_a_training_run_imports_no_torch_dynamo() -> None:
                             env={**os.environ, "PYTHONPATH": path}, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+def _gradients(seed: int, dtypes: tuple[torch.dtype, ...] = (torch.float32,) * 4,
+               scale: float = 3.0) -> list[torch.nn.Parameter]:
+    """Parameters with seeded gradients of several shapes (one without a gradient)."""
+    generator = torch.Generator().manual_seed(seed)
+    shapes = [(100, 784), (100,), (10, 100), (10,)]
+    parameters = []
+    for shape, dtype in zip(shapes, dtypes):
+        parameter = torch.nn.Parameter(torch.zeros(shape, dtype=dtype))
+        parameter.grad = (torch.randn(shape, generator=generator) * scale).to(dtype)
+        parameters.append(parameter)
+    parameters.append(torch.nn.Parameter(torch.zeros(3)))  # no gradient: left out, as torch leaves it out
+    return parameters
+
+
+@pytest.mark.parametrize(("max_norm", "scale"), [(10000.0, 3.0), (100.0, 3.0), (5.0, 3.0), (0.5, 3.0), (1e-3, 1e-5)])
+def test_clip_grad_norm_is_torchs_clip_grad_norm_bit_for_bit(max_norm: float, scale: float) -> None:
+    # the norm is about scale * sqrt(78,510): 840, or 0.0028 (where torch's 1e-6 in max_norm / (norm + 1e-6) shows)
+    for seed in range(5):
+        ours, theirs = _gradients(seed, scale=scale), _gradients(seed, scale=scale)
+        total = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in ours[:4]))
+        clip_grad_norm(ours, max_norm)
+        torch.nn.utils.clip_grad_norm_(theirs, max_norm)
+        for mine, reference in zip(ours[:4], theirs[:4]):
+            assert torch.equal(mine.grad, reference.grad)
+        clipped = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in ours[:4]))
+        # by hand: the norm becomes max_norm where it was above it, else stays
+        assert clipped.item() == pytest.approx(min(total.item(), max_norm), rel=1e-3)
+
+
+def test_clip_grad_norm_of_mixed_dtypes_goes_to_torchs_function() -> None:
+    dtypes = (torch.float32, torch.float64, torch.float32, torch.float64)
+    ours, theirs = _gradients(3, dtypes), _gradients(3, dtypes)
+    clip_grad_norm(ours, 1.0)
+    torch.nn.utils.clip_grad_norm_(theirs, 1.0)
+    for mine, reference in zip(ours[:4], theirs[:4]):
+        assert mine.grad.dtype == reference.grad.dtype and torch.equal(mine.grad, reference.grad)
+
+
+def test_clip_grad_norm_without_gradients_does_nothing() -> None:
+    clip_grad_norm([torch.nn.Parameter(torch.ones(2))], 1.0)  # no gradient: no error, nothing to clip
