@@ -1,0 +1,67 @@
+"""tools/speed.py compares like with like: its raw loops compute what clbench computes (issue 29's benchmark)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from synthetic import make_approach, synthetic_loader, tiny_spec
+
+from clbench.data.tasks import build_tasks
+from clbench.run.engine import evaluate_stage
+
+SPEED = Path(__file__).resolve().parents[2] / "tools" / "speed.py"
+
+
+@pytest.fixture(scope="module")
+def speed():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("clbench_speed_tool", SPEED)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+@pytest.mark.parametrize("scenario", ["task", "class"])
+def test_the_raw_evaluation_counts_the_right_answers_clbench_stores(speed, scenario: str) -> None:  # type: ignore[no-untyped-def]
+    spec = tiny_spec("mlp", kind="permuted", scenario=scenario)
+    tasks = build_tasks(spec.data, 0, synthetic_loader(n_train=200, n_test=90))
+    approach = make_approach("sgd", spec, tasks)
+    stage = len(tasks) - 1
+    stored = evaluate_stage(approach, tasks, stage)
+    right = sum(round(result.accuracy * result.n) for _, _, result, _ in stored)
+    inputs = [speed.normalised(task.test, t) for t, task in enumerate(tasks.tasks)]
+    labels = [task.test.labels for task in tasks.tasks]
+    raw = speed.raw_evaluation(approach.multihead, inputs, labels, approach.context.class_offsets,
+                               tasks.head_sizes, 37, approach.predicts_without_task_id())
+    assert {name for _, name, _, _ in stored} == {"task-aware", "task-agnostic"}  # both, as the raw loop counts
+    assert raw() == right
+
+
+def test_the_raw_reservoir_keeps_capacity_samples_of_the_stream(speed) -> None:  # type: ignore[no-untyped-def]
+    memory = speed.RawReservoir(20, (3,), torch.Generator().manual_seed(0))
+    stream = torch.arange(300, dtype=torch.float32)
+    for start in range(0, 300, 10):
+        chunk = stream[start:start + 10]
+        memory.add(chunk[:, None].expand(10, 3), chunk.long(), task=start // 100)
+    assert memory.size == 20 and memory.seen == 300
+    kept = memory.labels.tolist()
+    assert len(set(kept)) == 20 and all(0 <= k < 300 for k in kept)  # 20 distinct samples of the stream
+    assert torch.equal(memory.inputs[:, 0].long(), memory.labels)  # each slot's input is its own sample's
+    assert torch.equal(memory.tasks, memory.labels // 100)
+    assert max(kept) >= 20  # reservoir sampling replaced some of the first 20
+    replayed, replayed_labels, _ = memory.sample(5)
+    assert replayed.shape == (5, 3) and set(replayed_labels.tolist()) <= set(kept)
+
+
+def test_an_unknown_section_is_refused_with_the_choices(speed, capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as exited:
+        speed.main(["--section", "evaluation"])
+    assert exited.value.code == 2
+    assert "unknown section(s) evaluation; choose from eval, step, startup, command, scaling or all" in \
+        capsys.readouterr().err
