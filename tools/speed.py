@@ -200,29 +200,41 @@ def eval_section(repeats: int) -> list[Line]:
 
 
 # ------------------------------------------------------------------------------------------------- training step
-def raw_training(network: MultiHeadNet, inputs: torch.Tensor, labels: torch.Tensor, task: int, batch_size: int,
-                 lr: float, clip: float, seed: int = 0) -> Callable[[], float]:
-    """A raw epoch: randperm, index_select, forward, cross-entropy, zero_grad, backward, clipping, SGD; per step."""
+def raw_loop(network: MultiHeadNet, n_samples: int, batch_size: int, lr: float, clip: float,
+             batch_loss: Callable[[torch.Tensor], torch.Tensor],
+             after_step: Callable[[torch.Tensor], None] | None = None, seed: int = 0) -> Callable[[], float]:
+    """A raw epoch, timed per step: a `randperm`, then per batch of indices `batch_loss`, zero_grad, backward,
+    clipping (`torch.nn.utils.clip_grad_norm_`), `torch.optim.SGD`'s step and `after_step`."""
     optimizer = torch.optim.SGD(network.parameters(), lr=lr)
     parameters = list(network.parameters())
     generator = torch.Generator().manual_seed(seed)
 
     def epoch() -> float:
         network.train()
-        chunks = torch.randperm(len(labels), generator=generator).split(batch_size)
+        chunks = torch.randperm(n_samples, generator=generator).split(batch_size)
         total = torch.zeros(())
         start = time.perf_counter()
         for indices in chunks:
-            logits = network(inputs.index_select(0, indices), task)
-            loss = functional.cross_entropy(logits, labels.index_select(0, indices))
+            loss = batch_loss(indices)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(parameters, clip)
             optimizer.step()
+            if after_step is not None:
+                after_step(indices)
             total += loss.detach()
         float(total)
         return (time.perf_counter() - start) / len(chunks)
     return epoch
+
+
+def raw_training(network: MultiHeadNet, inputs: torch.Tensor, labels: torch.Tensor, task: int, batch_size: int,
+                 lr: float, clip: float) -> Callable[[], float]:
+    """A raw epoch: index_select, forward, cross-entropy on the task's head (`raw_loop` does the rest)."""
+    def batch_loss(indices: torch.Tensor) -> torch.Tensor:
+        logits = network(inputs.index_select(0, indices), task)
+        return functional.cross_entropy(logits, labels.index_select(0, indices))
+    return raw_loop(network, len(labels), batch_size, lr, clip, batch_loss)
 
 
 class RawReservoir:
@@ -253,35 +265,25 @@ class RawReservoir:
 
 
 def raw_er_training(network: MultiHeadNet, inputs: torch.Tensor, labels: torch.Tensor, task: int, batch_size: int,
-                    lr: float, clip: float, memory: RawReservoir, seed: int = 0) -> Callable[[], float]:
-    """A raw ER epoch: the batch and one replayed batch, each sample's loss on its task's head; then the batch
-    offered to the memory; per step."""
-    optimizer = torch.optim.SGD(network.parameters(), lr=lr)
-    parameters = list(network.parameters())
-    generator = torch.Generator().manual_seed(seed)
+                    lr: float, clip: float, memory: RawReservoir) -> Callable[[], float]:
+    """A raw ER epoch: the batch and one replayed batch, each sample's loss on its task's head; after the step the
+    batch is offered to the memory (`raw_loop` does the rest)."""
     heads = network.heads[:task + 1]
+    current: list[tuple[torch.Tensor, torch.Tensor]] = []  # the step's batch, offered after the step
 
-    def epoch() -> float:
-        network.train()
-        chunks = torch.randperm(len(labels), generator=generator).split(batch_size)
-        total = torch.zeros(())
-        start = time.perf_counter()
-        for indices in chunks:
-            x, y = inputs.index_select(0, indices), labels.index_select(0, indices)
-            old_x, old_y, old_t = memory.sample(batch_size)
-            features = network.features(torch.cat([x, old_x]))
-            logits = torch.stack([head(features) for head in heads], 1)  # (B, tasks, classes)
-            owners = torch.cat([torch.full_like(y, task), old_t])
-            loss = functional.cross_entropy(logits[torch.arange(len(owners)), owners], torch.cat([y, old_y]))
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(parameters, clip)
-            optimizer.step()
-            memory.add(x, y, task)
-            total += loss.detach()
-        float(total)
-        return (time.perf_counter() - start) / len(chunks)
-    return epoch
+    def batch_loss(indices: torch.Tensor) -> torch.Tensor:
+        x, y = inputs.index_select(0, indices), labels.index_select(0, indices)
+        current[:] = [(x, y)]
+        old_x, old_y, old_t = memory.sample(batch_size)
+        features = network.features(torch.cat([x, old_x]))
+        logits = torch.stack([head(features) for head in heads], 1)  # (B, tasks, classes)
+        owners = torch.cat([torch.full_like(y, task), old_t])
+        return functional.cross_entropy(logits[torch.arange(len(owners)), owners], torch.cat([y, old_y]))
+
+    def offer(_: torch.Tensor) -> None:
+        memory.add(*current.pop(), task)
+
+    return raw_loop(network, len(labels), batch_size, lr, clip, batch_loss, offer)
 
 
 def clbench_training(approach: Approach, data: LabelledData, stage: int, lr: float) -> Callable[[], float]:
