@@ -1,7 +1,8 @@
 """The seeding contract.
 
 One run seed fixes everything random in a run, through independent streams derived from it by purpose:
-`task-order`, `validation-split`, `subsample`, `permutations`, `init` (network weights and dropout),
+`task-order`, `validation-split`, `subsample`, `permutations` (permuted tasks' pixel orders), `rotations`
+(rotated tasks' angles), `init` (network weights and dropout),
 `batch-order`, and approach-specific ones (e.g. `random-classifier`, `pathnet-evolution`). Because the
 streams are independent, every approach sees the same task order, data split, subsample, batch order and
 initial weights for a given seed (the paper: "All methods use the same task sequence, data split, batch

@@ -1,1 +1,1 @@
-"""Data: sources (download, verify, convert, cache) and task construction (mixture, split, permuted)."""
+"""Data: sources (download, verify, convert, cache) and task construction (mixture, split, permuted, rotated)."""

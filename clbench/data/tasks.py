@@ -1,7 +1,9 @@
 """Task construction: a benchmark's data spec + a seed -> a sequence of tasks as tensors on one device.
 
 Images stay uint8 on the device; `InputTransform` normalises them on the fly per batch (and applies the
-pixel permutation of permuted MNIST), so no per-sample Python runs on the hot path. The evaluation splits (test,
+pixel permutation of permuted MNIST), so no per-sample Python runs on the hot path. A rotated task (`data.kind:
+rotated`) is rotated once, when its tensors are made (`rotate_images`: the task's kept samples only, uint8 in,
+uint8 out), so its batches cost what any other task's cost. The evaluation splits (test,
 validation) are evaluated at every stage, so their normalised inputs are computed once, at their first
 evaluation, and kept (`InputCache`, within a byte budget): the same values, since the transform is elementwise
 (and a gather of pixels), whatever the batch.
@@ -20,7 +22,7 @@ import torch
 
 from clbench.errors import ClbenchError
 from clbench.seeding import numpy_generator
-from clbench.spec import DataSpec, class_blocks, task_problem, validation_count
+from clbench.spec import ONE_DATASET_KINDS, DataSpec, class_blocks, domain_class_problem, task_problem, validation_count
 
 if TYPE_CHECKING:
     from clbench.data.sources import PreparedDataset
@@ -192,6 +194,7 @@ class RawTask:
     mean: tuple[float, ...]
     std: tuple[float, ...]
     permutation: np.ndarray | None = None  # (D,) for permuted tasks
+    rotation: float | None = None  # degrees counter-clockwise, for rotated tasks (applied by `rotate_images`)
     classes: tuple[int, ...] | None = None  # the data set's labels of the task's classes (None: 0..n_classes-1)
 
     def check(self, validation_fraction: float) -> None:
@@ -214,6 +217,8 @@ def raw_tasks(spec: DataSpec, seed: int, load: DatasetLoader) -> list[RawTask]:
         for name, block in zip(spec.datasets, spec.classes_per_task or ()):
             tasks.extend(_class_blocks(load(name, spec.form), block, spec.remainder))
         return tasks
+    if spec.kind == "rotated":
+        return _rotations(load(spec.datasets[0], spec.form), spec.n_tasks or 1, seed)
     return _permutations(load(spec.datasets[0], spec.form), spec.n_tasks or 1, seed)
 
 
@@ -244,6 +249,59 @@ def _permutations(d: PreparedDataset, n_tasks: int, seed: int) -> list[RawTask]:
                 d.test.images, d.test.labels, tuple(d.mean), tuple(d.std), rng.permutation(size))
         for k in range(n_tasks)
     ]
+
+
+ROTATION_RANGE = (0.0, 180.0)
+"""Where each rotated task's angle is drawn uniformly, in degrees: Mammoth's rot-mnist (aimagelab/mammoth@e75a491
+`datasets/rot_mnist.py` builds each task's loaders with a new `Rotation()`, and `datasets/transforms/rotation.py`
+`Rotation.__init__` draws `np.random.uniform(deg_min=0, deg_max=180)` once per task)."""
+
+
+def rotation_angles(n_tasks: int, seed: int) -> np.ndarray:
+    """The angle of each rotated task in canonical order, in degrees: `n_tasks` independent draws, uniform in
+    [0, 180) (`ROTATION_RANGE`), from the run seed's `rotations` stream (`clbench.seeding`)."""
+    return numpy_generator(seed, "rotations").uniform(*ROTATION_RANGE, size=n_tasks)
+
+
+def _rotations(d: PreparedDataset, n_tasks: int, seed: int) -> list[RawTask]:
+    return [
+        RawTask(f"{d.name}:rot{k}:{angle:.1f}deg", d.n_classes, d.train.images, d.train.labels,
+                d.test.images, d.test.labels, tuple(d.mean), tuple(d.std), rotation=float(angle))
+        for k, angle in enumerate(rotation_angles(n_tasks, seed))
+    ]
+
+
+def rotation_sources(height: int, width: int, degrees: float) -> torch.Tensor:
+    """For each output pixel of an H x W image rotated by `degrees` counter-clockwise about its centre, the flat
+    index of the input pixel it takes (nearest neighbour), or -1 where that falls outside the image: (H * W,).
+
+    Output pixel (r, c) at x = c - cx, y = cy - r (y up; cx = (W - 1) / 2, cy = (H - 1) / 2) takes the input at
+    the inverse rotation: x' = cos a x + sin a y, y' = -sin a x + cos a y, i.e. row cy - y', column cx + x',
+    rounded. So 90 degrees on a square image is exactly the transpose flipped upside down (numpy's rot90), and
+    0 degrees the identity. The convention (counter-clockwise, nearest neighbour, same size, 0 outside) is
+    torchvision's `rotate`, which Mammoth's `Rotation` calls; the centre is the middle of the pixel grid.
+    """
+    angle = torch.tensor(degrees, dtype=torch.float64).deg2rad()
+    rows = torch.arange(height, dtype=torch.float64).unsqueeze(1).expand(height, width)  # (H, W)
+    cols = torch.arange(width, dtype=torch.float64).unsqueeze(0).expand(height, width)  # (H, W)
+    cy, cx = (height - 1) / 2, (width - 1) / 2
+    x, y = cols - cx, cy - rows
+    x_in = torch.cos(angle) * x + torch.sin(angle) * y
+    y_in = -torch.sin(angle) * x + torch.cos(angle) * y
+    r_in, c_in = torch.round(cy - y_in).long(), torch.round(cx + x_in).long()  # (H, W)
+    inside = (r_in >= 0) & (r_in < height) & (c_in >= 0) & (c_in < width)
+    return torch.where(inside, r_in * width + c_in, torch.full_like(r_in, -1)).flatten()  # (H * W,)
+
+
+def rotate_images(images: torch.Tensor, degrees: float) -> torch.Tensor:
+    """uint8 (N, C, H, W) images rotated by `degrees` counter-clockwise (`rotation_sources`), uint8 (N, C, H, W);
+    pixels that come from outside the image are 0."""
+    n, channels, height, width = images.shape
+    sources = rotation_sources(height, width, degrees).to(images.device)  # (H * W,)
+    flat = images.reshape(n, channels, height * width)  # (N, C, H * W)
+    rotated = flat.index_select(2, sources.clamp(min=0))  # (N, C, H * W)
+    rotated = rotated.masked_fill(sources < 0, 0)
+    return rotated.reshape(n, channels, height, width)
 
 
 def validation_split(n: int, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -281,6 +339,10 @@ def build_tasks(spec: DataSpec, seed: int, load: DatasetLoader, device: torch.de
     raws = raw_tasks(spec, seed, load)
     order = task_order(len(raws), spec.shuffle_tasks, seed)
     raws = [raws[i] for i in order][:max_tasks]
+    if spec.scenario == "domain":
+        problem = domain_class_problem([raw.n_classes for raw in raws], [raw.name for raw in raws])
+        if problem is not None:
+            raise ClbenchError(problem)
     flatten = spec.form == "mnist28"
     transform = _transform(raws, flatten).to(torch.device(device))
     split_rng = numpy_generator(seed, "validation-split")
@@ -314,7 +376,8 @@ def _task(index: int, raw: RawTask, spec: DataSpec, transform: InputTransform, s
         test_idx = stratified_subsample(raw.test_labels, spec.max_test_samples, sample_rng)
 
     def tensors(images: np.ndarray, labels: np.ndarray, idx: np.ndarray, kept: InputCache | None) -> LabelledData:
-        x = torch.from_numpy(np.ascontiguousarray(images[idx])).to(device)
+        x = torch.from_numpy(np.ascontiguousarray(images[idx]))
+        x = (x if raw.rotation is None else rotate_images(x, raw.rotation)).to(device)
         y = torch.from_numpy(labels[idx].astype(np.int64)).to(device)
         ids = torch.full_like(y, index)
         return LabelledData(x, y, ids, transform, index, kept)
@@ -335,7 +398,7 @@ def head_sizes_for(spec: DataSpec, n_classes: Callable[[str], int]) -> tuple[int
     """Classes per task in canonical order, from the spec and each data set's class count (no data needed)."""
     if spec.kind == "mixture":
         return tuple(n_classes(name) for name in spec.datasets)
-    if spec.kind == "permuted":
+    if spec.kind in ONE_DATASET_KINDS:
         return (n_classes(spec.datasets[0]),) * (spec.n_tasks or 1)
     sizes: list[int] = []
     for name, block in zip(spec.datasets, spec.classes_per_task or ()):

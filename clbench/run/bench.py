@@ -47,7 +47,7 @@ from clbench.data.tasks import DatasetLoader, LabelledData, TaskSequence, build_
 from clbench.errors import ClbenchError, DataNotFoundError
 from clbench.results import BENCH_COLUMNS, BENCH_FOLDER, utc_now, write_parquet
 from clbench.seeding import numpy_generator, seed_global_torch
-from clbench.spec import BenchmarkSpec, DataSpec, class_blocks
+from clbench.spec import ONE_DATASET_KINDS, BenchmarkSpec, DataSpec, class_blocks
 from clbench.spec.fields import stable_hash, to_dict
 
 EPOCH_MODES = ("auto", "measure", "extrapolate")
@@ -159,7 +159,7 @@ def raw_task_datasets(data: DataSpec, n_classes: Callable[[str], int]) -> list[s
     """The data set of each task in canonical (unshuffled) order, from each data set's class count."""
     if data.kind == "mixture":
         return list(data.datasets)
-    if data.kind == "permuted":
+    if data.kind in ONE_DATASET_KINDS:
         return [data.datasets[0]] * (data.n_tasks or 1)
     names: list[str] = []
     for name, block in zip(data.datasets, data.classes_per_task or ()):

@@ -65,7 +65,9 @@ class DataSpec:
     """How the sequence of tasks is built from data sets."""
 
     kind: str = field(doc="mixture: each data set is a task; split: class blocks of each data set; "
-                          "permuted: pixel permutations of one data set", choices=("mixture", "split", "permuted"))
+                          "permuted: pixel permutations of one data set; rotated: rotations of one data set by a "
+                          "seeded angle per task (Mammoth's rot-mnist)",
+                      choices=("mixture", "split", "permuted", "rotated"))
     datasets: tuple[str, ...] = field(doc="data sets used, by their `clbench fetch` names")
     form: str = field("image32", doc="image32: 3x32x32 (conv net); mnist28: 28x28 originals, flattened for MLPs",
                       choices=("image32", "mnist28"))
@@ -74,7 +76,8 @@ class DataSpec:
     remainder: str = field("error", doc="split: classes left over when a block size does not divide a data set's "
                                         "class count: error, keep (a smaller last task), drop, or merge (into the "
                                         "last task)", choices=("error", "keep", "drop", "merge"))
-    n_tasks: int | None = field(None, doc="permuted: the number of permutations (tasks)", minimum=1)
+    n_tasks: int | None = field(None, doc="permuted, rotated: the number of permutations or rotations (tasks)",
+                                minimum=1)
     shuffle_tasks: bool = field(True, doc="task order shuffled by the seed (paper: yes; split MNIST: fixed)")
     validation_fraction: float = field(0.15, doc="held-out share of each task's training set (paper: 15%)",
                                        minimum=0.01, maximum=0.9)
@@ -84,8 +87,10 @@ class DataSpec:
         None, doc="seeded, stratified subsample of each task's test set (quick runs); null = all", minimum=10)
     scenario: str = field("task", doc="task: the task id is given (one head per task, the paper's setting); "
                                       "class: no task id, one output over every class seen so far (FACIL's "
-                                      "task-agnostic training: cross-entropy over the seen tasks' heads)",
-                          choices=("task", "class"), added=True)
+                                      "task-agnostic training: cross-entropy over the seen tasks' heads); "
+                                      "domain: no task id, every task has the same classes, class c of every "
+                                      "task is output c of one head shared by all tasks",
+                          choices=("task", "class", "domain"), added=True)
 
 
 @dataclass(frozen=True)
@@ -378,6 +383,8 @@ def _own_datasets(raw: Any, source: str, origins: dict[str, str]) -> dict[str, D
     return entries
 
 
+ONE_DATASET_KINDS = ("permuted", "rotated")  # kinds whose every task is all of one data set, transformed
+
 MIN_TASK_CLASSES = 2  # a one-class task is 100% accurate for every method, `random` included
 
 
@@ -466,7 +473,45 @@ def _check_data(data: DataSpec, source: str, own_datasets: tuple[str, ...] = (),
         raise SpecError(f"{source}: `data.classes_per_task` needs one value per data set for kind split")
     if data.kind == "split":
         _check_class_blocks(data, origin_of("data.classes_per_task", source, origins or {}))
-    if data.kind == "permuted" and (data.n_tasks is None or len(data.datasets) != 1):
-        raise SpecError(f"{source}: kind permuted needs exactly one data set and `data.n_tasks`")
+    if data.kind in ONE_DATASET_KINDS and (data.n_tasks is None or len(data.datasets) != 1):
+        raise SpecError(f"{source}: kind {data.kind} needs exactly one data set and `data.n_tasks`")
+    if data.scenario == "domain":
+        _check_domain_classes(data, origin_of("data.scenario", source, origins or {}))
     if data.form == "mnist28" and not set(data.datasets) <= {"mnist", "fashion-mnist", *own_datasets}:
         raise SpecError(f"{source}: `data.form` mnist28 is only for mnist, fashion-mnist and a spec's own data sets")
+
+
+def domain_class_problem(class_counts: Sequence[int], names: Sequence[str]) -> str | None:
+    """Why a task sequence cannot run in the domain scenario (None if it can): its tasks' class counts differ.
+
+    The domain scenario gives class c of every task output unit c of one shared head, so every task must have the
+    same number of classes.
+    """
+    if len(set(class_counts)) <= 1:
+        return None
+    counts = ", ".join(f"{name} {count}" for name, count in zip(names, class_counts))
+    return (f"data.scenario domain needs the same number of classes in every task (class c of every task is output "
+            f"c of one shared head); the tasks have {counts} classes: use data.scenario task or class, or tasks of "
+            f"equal size")
+
+
+def _check_domain_classes(data: DataSpec, source: str) -> None:
+    """SpecError (one line) if the built-in data sets' tasks of a domain-scenario spec have different class counts;
+    a spec's own data sets are checked when their tasks are built (`clbench.data.tasks.build_tasks`)."""
+    from clbench.data.sources import DATASET_NAMES, get_source
+
+    if data.kind in ONE_DATASET_KINDS or not set(data.datasets) <= set(DATASET_NAMES):
+        return
+    counts, names = [], []
+    if data.kind == "mixture":
+        for name in data.datasets:
+            counts.append(get_source(name).n_classes)
+            names.append(name)
+    else:
+        for name, block in zip(data.datasets, data.classes_per_task or ()):
+            for blocked in class_blocks(name, get_source(name).n_classes, block, data.remainder):
+                counts.append(len(blocked))
+                names.append(f"{name}:{blocked.start}-{blocked.stop - 1}")
+    problem = domain_class_problem(counts, names)
+    if problem is not None:
+        raise SpecError(f"{source}: {problem}")
