@@ -19,9 +19,21 @@ seen so far, with the sample's global class index, as FACIL trains with `--all-o
 `task_offset`). An approach whose prediction needs the task id beyond picking a head (`needs_task_id`: HAT's
 masks, PackNet's, PathNet's paths, PNN's columns) trains on its task's head in both scenarios.
 
+In the domain scenario (van de Ven & Tolias 2019, "Three scenarios for continual learning": the task id is not
+given, every task has the same classes) the network is built with its heads tied (`MultiHeadNet.tie_heads`): every
+task's head is one Linear module, so class c of every task is output c of that head. Everything that picks
+`heads[task]` (the task scenario's loss, `predict`, LwF's distillation, A-GEM's and ER's replayed batches, joint's
+mixed batches) therefore uses the shared head without a task id, and the target is the class within the task.
+"The output over every class" is that one head (C outputs): `seen_logits` concatenates the distinct heads, and
+every task's class offset is 0. The shared head is a shared parameter like the body (`named_shared_parameters`:
+SI, MAS and IMM protect and merge it; EWC covers every parameter anyway). Approaches that need the task id
+(`needs_task_id`) or that `refuses_domain` (iCaRL) are refused before training (`scenario_refusal`).
+
 Evaluations (`evaluate_task`): task-aware is the argmax over the task's own head; task-agnostic is the argmax over
 the concatenated heads of tasks 1..max(t, u) (FACIL's TAg in `calculate_metrics`), stored only when
-`predicts_without_task_id()`.
+`predicts_without_task_id()`. In the domain scenario the two are one number (the argmax over the shared head,
+which needs no task id): it is stored once, as the task-aware rows, and `clbench report` shows it for either
+`--evaluation` with a note saying so.
 
 Two protocol switches change numerics and are off by default (`training.compile`, `training.amp`, part of the
 config hash): `compile_network` compiles the network's body with torch.compile; `Approach.autocast` runs the
@@ -69,7 +81,7 @@ class ApproachContext:
     head_sizes: tuple[int, ...]
     device: torch.device
     seed: int
-    scenario: str = "task"  # `data.scenario`: task or class (see the module docstring)
+    scenario: str = "task"  # `data.scenario`: task, class or domain (see the module docstring)
 
     def generator(self, purpose: str) -> torch.Generator:
         """A CPU generator of the seeding contract for one purpose."""
@@ -77,7 +89,10 @@ class ApproachContext:
 
     @property
     def class_offsets(self) -> tuple[int, ...]:
-        """Where each task's classes start in the output over every class: (0, n_1, n_1 + n_2, ...)."""
+        """Where each task's classes start in the output over every class: (0, n_1, n_1 + n_2, ...); in the domain
+        scenario every task's classes are the one shared head's outputs: (0, 0, ...)."""
+        if self.scenario == "domain":
+            return (0,) * len(self.head_sizes)
         return tuple(sum(self.head_sizes[:task]) for task in range(len(self.head_sizes)))
 
 
@@ -196,6 +211,16 @@ def named_body_parameters(network: MultiHeadNet) -> list[tuple[str, torch.nn.Par
     return [(name, parameter) for name, parameter in network.named_parameters() if id(parameter) in body]
 
 
+def named_shared_parameters(network: MultiHeadNet) -> list[tuple[str, torch.nn.Parameter]]:
+    """(name, parameter) of what several tasks use: the body, and a head tied across tasks (the domain scenario's
+    shared head, `MultiHeadNet.tie_heads`); a head used by one task only is left out. Without tied heads this is
+    `named_body_parameters`."""
+    if network.heads_tied:
+        return list(network.named_parameters())
+    private = {id(parameter) for parameter in network.heads.parameters()}
+    return [(name, parameter) for name, parameter in network.named_parameters() if id(parameter) not in private]
+
+
 def detached_parameters(module: torch.nn.Module | list[tuple[str, torch.nn.Parameter]]) -> ParameterDict:
     """A detached copy of named parameters (a module's, or `(name, parameter)` pairs): an anchor to keep."""
     pairs = module.named_parameters() if isinstance(module, torch.nn.Module) else module
@@ -258,6 +283,9 @@ class Approach:
     # The prediction needs the task id beyond picking a head (masks, paths, columns): no task-agnostic evaluation,
     # and the task head's loss in the class scenario too.
     needs_task_id: ClassVar[bool] = False
+    # Why the approach cannot run in the domain scenario (one shared head, no task id), in a sentence; "" if it can.
+    # `needs_task_id` approaches are refused there too (`scenario_refusal`).
+    refuses_domain: ClassVar[str] = ""
     # The approach can predict a task it has not learned yet (stage 0 and the rows above the diagonal); PathNet
     # cannot (an unlearned task has no path).
     predicts_unlearned_tasks: ClassVar[bool] = True
@@ -272,6 +300,7 @@ class Approach:
             raise SpecError(f"approach {self.name}: data.scenario=class needs a network with `features` and "
                             f"`heads` (a MultiHeadNet); this one is a {type(self.network).__name__}: run it with "
                             f"data.scenario=task, or set `needs_task_id = True` on the approach class")
+        self.check_domain_network(trains_with_base_loss)
         self.offsets = torch.tensor(context.class_offsets, dtype=torch.long, device=self.device)  # (T,)
         if context.training.compile:
             compile_network(self.network)
@@ -279,8 +308,11 @@ class Approach:
 
     # ------------------------------------------------------------------ hooks
     def build_network(self) -> nn.Module:
-        """The network (default: the spec's body with one head per task)."""
-        return build_network(self.context.network, self.context.input_shape, self.context.head_sizes)
+        """The network (default: the spec's body with one head per task; heads tied in the domain scenario)."""
+        network = build_network(self.context.network, self.context.input_shape, self.context.head_sizes)
+        if self.context.scenario == "domain":
+            network.tie_heads()
+        return network
 
     def begin_task(self, stage: int, tasks: TaskSequence) -> None:
         """Called before training task `stage` (0-based)."""
@@ -318,6 +350,27 @@ class Approach:
         """True when the loss is over every class seen so far (`data.scenario: class`, task id not needed)."""
         return self.context.scenario == "class" and not self.needs_task_id
 
+    @property
+    def domain_scenario(self) -> bool:
+        """True in the domain scenario (`data.scenario: domain`): one head shared by every task, no task id."""
+        return self.context.scenario == "domain"
+
+    def check_domain_network(self, trains_with_base_loss: bool) -> None:
+        """SpecError, in the domain scenario, for an approach refused there (`scenario_refusal`), or a multi-head
+        network without tied heads (e.g. a plugin's `build_network` that builds its own), or another network trained
+        by the base loss: the shared head is what the scenario is."""
+        if not self.domain_scenario:
+            return
+        refusal = scenario_refusal(type(self), "domain")
+        if refusal is not None:
+            raise SpecError(refusal)
+        network = self.network
+        untied = isinstance(network, MultiHeadNet) and not network.heads_tied
+        if untied or (not isinstance(network, MultiHeadNet) and trains_with_base_loss):
+            raise SpecError(f"approach {self.name}: data.scenario=domain needs a MultiHeadNet with one head shared "
+                            f"by every task (`MultiHeadNet.tie_heads()` in `build_network`); this one is a "
+                            f"{type(self.network).__name__} without tied heads")
+
     def class_targets(self, batch: Batch) -> torch.Tensor:
         """The batch's targets as indices into the output over every class: task t's class c -> offset_t + c."""
         if batch.task_ids is not None:
@@ -325,9 +378,10 @@ class Approach:
         return batch.targets + self.context.class_offsets[batch.task]  # (B,)
 
     def seen_logits(self, features: torch.Tensor, n_tasks: int) -> torch.Tensor:
-        """The heads of tasks 0..n_tasks-1 on `features`, concatenated: (B, sum of their classes)."""
+        """The heads of tasks 0..n_tasks-1 on `features`, concatenated: (B, sum of their classes); a head tied
+        across tasks (the domain scenario's shared head) once: (B, C)."""
         heads = self.multihead.heads
-        return torch.cat([heads[task](features) for task in range(n_tasks)], dim=1)
+        return torch.cat([heads[task](features) for task in self.multihead.distinct_heads(n_tasks)], dim=1)
 
     def scenario_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,
                                reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
@@ -336,6 +390,8 @@ class Approach:
         scenario (`class_cross_entropy`). The batch may mix tasks (`batch.task_ids`: joint training, replay)."""
         if self.class_scenario:
             return self.class_cross_entropy(features, batch, stage, reduction)
+        if self.domain_scenario:
+            return self.domain_cross_entropy(features, batch, reduction)
         if batch.task_ids is not None:
             return multihead_loss(features, self.multihead.heads, batch, stage + 1, reduction)
         logits = self.multihead.heads[batch.task](features)  # (B, n_task)
@@ -349,6 +405,14 @@ class Approach:
         targets = self.class_targets(batch)  # (B,)
         loss = functional.cross_entropy(logits, targets, reduction=reduction)
         return loss, (logits.argmax(1) == targets).sum()
+
+    def domain_cross_entropy(self, features: torch.Tensor, batch: Batch,
+                             reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
+        """(cross-entropy on the shared head, number correct): the domain scenario's loss, whatever tasks the batch
+        mixes; the target is the class within the sample's task."""
+        logits = self.multihead.heads[0](features)  # (B, C): every task's head is this one
+        loss = functional.cross_entropy(logits, batch.targets, reduction=reduction)
+        return loss, (logits.argmax(1) == batch.targets).sum()
 
     def penalty(self, stage: int) -> torch.Tensor | float:
         """The approach's regulariser, added to the training and validation loss (default 0)."""
@@ -375,9 +439,10 @@ class Approach:
     def predicts_without_task_id(self) -> bool:
         """Whether task-agnostic rows are stored: not for `needs_task_id`, nor for a network without heads, nor
         for an approach that overrides `predict` but not `predict_classes` (its task-aware logits would not be the
-        ones `predict_classes` concatenates)."""
+        ones `predict_classes` concatenates), nor in the domain scenario (they would repeat the task-aware rows: the
+        task's own head is the one head)."""
         cls = type(self)
-        if cls.needs_task_id:
+        if cls.needs_task_id or self.domain_scenario:
             return False
         if cls.predict_classes is not Approach.predict_classes:
             return True
@@ -569,6 +634,20 @@ class Approach:
         """The network as a MultiHeadNet (for approaches that need `features` and `heads`)."""
         assert isinstance(self.network, MultiHeadNet)
         return self.network
+
+
+def scenario_refusal(cls: type[Approach], scenario: str) -> str | None:
+    """Why approach class `cls` cannot run in `scenario` (one line), or None if it can: in the domain scenario the
+    approaches that need the task id (`needs_task_id`: their masks, paths or columns are chosen by it, and the
+    scenario gives none) and those that say why they refuse it (`refuses_domain`)."""
+    if scenario != "domain":
+        return None
+    if cls.needs_task_id:
+        return (f"approach {cls.name} needs the task id (its prediction picks the task's masks, paths or columns), "
+                f"which data.scenario=domain does not give: run it with data.scenario=task")
+    if cls.refuses_domain:
+        return f"approach {cls.name} does not run with data.scenario=domain: {cls.refuses_domain}"
+    return None
 
 
 def tensor_bytes(state: Any) -> int:

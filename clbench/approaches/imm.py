@@ -8,7 +8,8 @@ are the model that is evaluated and carried on to the next task.
 Multi-head decision: heads are task-specific, so the merge and the L2-transfer cover the body only; each
 head keeps the weights its own task trained (earlier heads get no gradient afterwards). The reference merges
 and L2-anchors every parameter, which averages the new head with its untrained copy (mean-IMM) and pulls it
-towards its initialisation; that is a quirk of its multi-head port, not the method.
+towards its initialisation; that is a quirk of its multi-head port, not the method. In the domain scenario the
+one head every task shares is merged and L2-anchored with the body (`named_shared_parameters`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, named_body_parameters, tensors_to
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, named_shared_parameters, tensors_to
 from clbench.approaches.regularizers import (
     ParameterDict,
     detached_copy,
@@ -72,12 +73,12 @@ class IMM(Approach):
         if not self.anchor:
             raise RuntimeError(f"{self.name}: stage {stage + 1} needs the merged model of earlier tasks (load the "
                                "approach's state)")
-        body = dict(named_body_parameters(self.multihead))
+        body = dict(named_shared_parameters(self.multihead))
         return l2_transfer_penalty(body, self.anchor, self.hparams.regularization)
 
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
         merged = self.merge(stage, tasks)
-        body = dict(named_body_parameters(self.multihead))
+        body = dict(named_shared_parameters(self.multihead))
         with torch.no_grad():
             for name, parameter in body.items():
                 parameter.copy_(merged[name])
@@ -102,7 +103,7 @@ class IMMMean(IMM):
     hyperparameters_class = IMMMeanHyperparameters
 
     def merge(self, stage: int, tasks: TaskSequence) -> ParameterDict:
-        current = detached_copy(dict(named_body_parameters(self.multihead)))
+        current = detached_copy(dict(named_shared_parameters(self.multihead)))
         if stage == 0 or not self.anchor:
             return current
         return imm_mean_merge(current, self.anchor, stage)
@@ -126,7 +127,7 @@ class IMMMode(IMM):
         self.precision: ParameterDict = {}  # body name -> sum over merged tasks of (F_k + epsilon)
 
     def merge(self, stage: int, tasks: TaskSequence) -> ParameterDict:
-        body = dict(named_body_parameters(self.multihead))
+        body = dict(named_shared_parameters(self.multihead))
         fisher = task_fisher(self.network, body, tasks[stage].train, stage, self.hparams.fisher_batch_size,
                              self.hparams.fisher_dropout, seen=self.class_scenario)
         current = detached_copy(body)

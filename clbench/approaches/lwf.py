@@ -4,7 +4,9 @@ Training task t > 1: cross-entropy on the current head + lamb * sum over earlier
 distillation loss between the current network's head u and the same head of the network frozen after task
 t-1 (eval mode, no dropout), both softened by the temperature T (`regularizers.distillation_loss`). The body
 and the earlier heads both learn. The validation loss includes the distillation term, as in the reference.
-On the first task there is no earlier model and the term is exactly 0.
+On the first task there is no earlier model and the term is exactly 0. In the domain scenario every task's head is
+one shared head: its outputs are distilled once (`MultiHeadNet.distinct_heads`), towards the previous model's
+shared head.
 
 As the reference: no warm-up of the new head (the paper's optional first step) and no weight decay; the
 recorded outputs are recomputed on each batch from the frozen model, which is the same thing as recording
@@ -82,7 +84,7 @@ class LwF(WithPreviousModel):
         previous = self.require_previous(stage)
         with torch.no_grad():
             previous_features = previous.features(inputs)  # (B, F)
-        for task in range(stage):
+        for task in self.multihead.distinct_heads(stage):  # the domain scenario's shared head: once
             logits = self.multihead.heads[task](features)  # (B, n_task)
             previous_logits = previous.heads[task](previous_features)  # (B, n_task)
             total = total + distillation_loss(logits, previous_logits, self.hparams.temperature)

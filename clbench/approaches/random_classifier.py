@@ -5,6 +5,9 @@ It predicts labels drawn from the task's training label distribution (seeded); n
 Task-aware, a learned task: the task's training label frequencies. Task-agnostic, every candidate task learned:
 the pooled training labels of the candidate tasks (each class by its share of their training samples). A task not
 learned yet (stage 0, u > t), or a task-agnostic candidate set with one: uniform chance over the candidate classes.
+In the domain scenario (no task id; class c of every task is one shared output c) there is one evaluation, stored as
+task-aware: the pooled training labels of the candidate tasks, class by class over the C shared classes (uniform
+over them while a candidate is not learned), drawn with the task-aware cell's generator.
 
 The guesses of one cell (stage, task, evaluation) come from a generator seeded afresh for that cell from the run
 seed (`clbench.seeding`, purpose `random-classifier/stage-<t>/task-<u>/<evaluation>`, numbered as the stored rows):
@@ -79,6 +82,8 @@ class RandomClassifier(Approach):
 
     def evaluate_task(self, data: LabelledData, task: int, n_candidates: int) -> dict[str, Evaluation]:
         """Both evaluations (see the module docstring); the task-aware one is `evaluate`."""
+        if self.domain_scenario:
+            return {TASK_AWARE: self.domain_guess(data, task, n_candidates)}
         labels = data.labels.cpu()
         aware = self.evaluate(data, task)
         offsets = self.context.class_offsets
@@ -90,6 +95,17 @@ class RandomClassifier(Approach):
             frequencies = uniform(sum(self.context.head_sizes[u] for u in candidates))
         agnostic = self.guessed(labels + offsets[task], frequencies, self.cell_generator(task, TASK_AGNOSTIC))
         return {TASK_AWARE: aware, TASK_AGNOSTIC: agnostic}
+
+    def domain_guess(self, data: LabelledData, task: int, n_candidates: int) -> Evaluation:
+        """The domain scenario's one evaluation: guesses over the C shared classes from the pooled training labels
+        of tasks 0..n_candidates-1 (each class by its count over them), uniform while one is not learned."""
+        candidates = range(n_candidates)
+        if all(u in self.frequencies for u in candidates):
+            pooled = sum(self.frequencies[u] * self.train_sizes.get(u, 1) for u in candidates)
+            frequencies = pooled / pooled.sum()
+        else:
+            frequencies = uniform(self.context.head_sizes[task])
+        return self.guessed(data.labels.cpu(), frequencies, self.cell_generator(task, TASK_AWARE))
 
     def cell_generator(self, task: int, evaluation: str) -> torch.Generator:
         """A generator for one (stage, task, evaluation), seeded from the run seed alone (module docstring).

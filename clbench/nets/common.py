@@ -8,6 +8,31 @@ import torch
 from torch import nn
 
 
+class TiedHeads(nn.ModuleList):
+    """One head that every one of `n_tasks` tasks uses: `heads[t]` is that head for each task t, `len(heads)` is
+    `n_tasks`, iterating gives it once per task; it is registered (and in `state_dict`, `parameters()`) once, as
+    `0`, so nothing aliases it (`torch.func.functional_call` and checkpoints see one tensor per weight)."""
+
+    def __init__(self, head: nn.Module, n_tasks: int) -> None:
+        super().__init__()
+        self.add_module("0", head)
+        self.n_tasks = n_tasks
+
+    def __getitem__(self, index: int | slice) -> nn.Module | list[nn.Module]:  # type: ignore[override]
+        head = self._modules["0"]
+        if isinstance(index, slice):
+            return [head] * len(range(*index.indices(self.n_tasks)))
+        if not -self.n_tasks <= index < self.n_tasks:
+            raise IndexError(f"task {index} out of range for {self.n_tasks} tasks")
+        return head
+
+    def __len__(self) -> int:
+        return self.n_tasks
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter([self._modules["0"]] * self.n_tasks)
+
+
 class MultiHeadNet(nn.Module):
     """A shared body (`features`) and one linear head per task; the task id is known at test time."""
 
@@ -28,6 +53,23 @@ class MultiHeadNet(nn.Module):
         if seen:
             return torch.cat([self.heads[u](features) for u in range(task + 1)], dim=1)
         return self.heads[task](features)
+
+    def tie_heads(self) -> None:
+        """Make every task's head the first task's head (`TiedHeads`): the domain scenario's shared output layer.
+        `heads[t]` still names task t's head, so code that picks a task's head needs no change; the shared head is
+        stored once (`heads.0.*`). The other heads' initial weights are dropped."""
+        self.heads = TiedHeads(self.heads[0], len(self.heads))
+
+    def distinct_heads(self, n_tasks: int) -> list[int]:
+        """The tasks among 0..n_tasks-1 whose head is no earlier task's head: all of them, or [0] when the heads are
+        tied (each distinct head once)."""
+        heads = self.heads
+        return [task for task in range(n_tasks) if all(heads[task] is not heads[u] for u in range(task))]
+
+    @property
+    def heads_tied(self) -> bool:
+        """True when every task's head is one module (`tie_heads`)."""
+        return isinstance(self.heads, TiedHeads)
 
     def class_offset(self, task: int) -> int:
         """Where task `task`'s classes start in the output over every class (`forward(..., seen=True)`)."""

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import torch
 
 from clbench.approaches import Approach, ApproachContext, ResolvedApproach, check_default_grids, resolve
-from clbench.approaches.base import TASK_AWARE, EpochLog, Evaluation, TaskLog
+from clbench.approaches.base import TASK_AWARE, EpochLog, Evaluation, TaskLog, scenario_refusal
 from clbench.approaches.plugins import code_identity, code_text, method_argument, origin_of
 from clbench.data.custom import CustomDataset
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
@@ -65,6 +65,7 @@ from clbench.run.locking import held_lock, lock_holder
 from clbench.seeding import seed_global_torch
 from clbench.spec import BenchmarkSpec, benchmarks_dir, command_argument
 from clbench.spec.fields import flatten, identity_dict, stable_hash
+from clbench.spec.fields import origin_of as origin_of_key  # `origin_of` here is the plugins' (an approach's origin)
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +227,9 @@ def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int],
     check_default_grids(spec)  # once for the spec, not once per method
     for method in dict.fromkeys(methods):
         approach = resolve(spec, method, check_grids=False)
+        refusal = scenario_refusal(approach.cls, spec.data.scenario)
+        if refusal is not None:  # before any run starts (the approach's constructor says it too)
+            raise SpecError(f"{origin_of_key('data.scenario', spec.source, spec.origins)}: {refusal}")
         config = run_config(spec, approach)
         config_hash = stable_hash(config)
         for seed in seeds:

@@ -107,8 +107,10 @@ def mean_absolute_output_gradient(network, body, data, head: int) -> dict[str, t
 # SI's xi per shipped benchmark and its source in Zenke et al.'s code (ganguli-lab/pathint, read with `fetch`):
 # fig_permuted_mnist/Permuted MNIST.ipynb sets xi = 0.1; fig_split_mnist/Figure split MNIST.ipynb and
 # fig_transfer_cifar/train.py call PATH_INT_PROTOCOL(..., xi=1e-3). mixture8 takes split CIFAR's (the conv net).
+# rot-mnist takes Mammoth's rot-mnist values (aimagelab/mammoth@e75a491 utils/best_args.py 'rot-mnist' 'si':
+# c 1.0, xi 1.0).
 SI_XI = {"pmnist": 0.1, "mnist2": 1e-3, "mnist5": 1e-3, "cifar-incremental": 1e-3, "cifar100-10": 1e-3,
-         "mixture8": 1e-3}
+         "mixture8": 1e-3, "rot-mnist": 1.0}
 
 
 def test_defaults_are_the_original_papers_and_every_benchmark_resolves() -> None:

@@ -3,8 +3,9 @@
 Both keep a per-parameter importance Omega of the shared body, summed over the tasks learned so far, and the
 anchor theta* (the body's weights after the previous task), and from the second task on add
 strength * sum_k Omega_k (theta_k - theta*_k)^2 to the loss (`functions.quadratic_penalty`). Heads are
-not penalised: each is trained at its own task only. A subclass computes a task's importance and calls
-`consolidate` at the end of the task, and says which hyper-parameter is the strength.
+not penalised: each is trained at its own task only; in the domain scenario the one head every task shares is
+(`named_shared_parameters`: body and shared head), as every task trains it like the body. A subclass computes a
+task's importance and calls `consolidate` at the end of the task, and says which hyper-parameter is the strength.
 
 Monitoring: `penalty_stiffness` after each task, per parameter tensor of the body: max and mean Omega, the max of
 lr * 2 * strength * Omega (the training lr the next task starts at) and how many weights exceed 2, where plain
@@ -20,7 +21,7 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, named_body_parameters, tensors_to
+from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, named_shared_parameters, tensors_to
 from clbench.approaches.importance.functions import (
     ParameterDict,
     accumulate_importance,
@@ -38,7 +39,7 @@ class ImportancePenalty(Approach):
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)
-        self.body = dict(named_body_parameters(self.multihead))
+        self.body = dict(named_shared_parameters(self.multihead))
         self.importance: ParameterDict = {}  # Omega of the tasks before the current one (summed)
         self.anchor: ParameterDict = {}  # theta* = the body's weights after the previous task
         self.before_clipping: ParameterDict | None = None  # the last accumulation before SI's clip (monitoring)

@@ -85,6 +85,13 @@ class ICaRL(ReplayApproach):
     revision = 1
     hyperparameters_class = ICaRLHyperparameters
     hparams: ICaRLHyperparameters
+    # Mammoth lists iCaRL for class-il and task-il only (aimagelab/mammoth@e75a491 models/icarl.py: COMPATIBILITY =
+    # ['class-il', 'task-il']; ER, A-GEM and DER++ add 'domain-il'): with one shared head every class is an earlier
+    # task's from task 2 on, so the authors' loss would take every target from the previous network and learn no
+    # new label, and its exemplar sets and class means are per class of the sequence.
+    refuses_domain = ("iCaRL is a class-incremental method (Mammoth models/icarl.py COMPATIBILITY: class-il, "
+                      "task-il): with one shared head every class is an earlier task's from task 2 on, so its loss "
+                      "would distil every output and learn no new label; use er, agem or derpp")
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)
