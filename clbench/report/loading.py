@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 
 
 REFERENCES = ("joint", "random")
+DOMAIN = "domain"
+"""The domain scenario (`data.scenario: domain`): one head shared by every task and no task id, so a run's task-aware
+and task-agnostic accuracies are one number. The engine stores it once, as task-aware rows; `load_results` gives a
+domain run's rows the evaluation asked for, so it is shown (and matched with its domain references) under either
+`--evaluation`, and the tables say so in a note (`clbench.report.tables.scenario_notes`)."""
 
 
 
@@ -65,7 +70,7 @@ class Results:
             `evaluation`, learned tasks only (stages t >= 1, tasks u <= t).
         rows: every accuracy row of the chosen `split` of the finished runs: both evaluations, stage 0 (at
             initialisation) and the tasks not learned yet (u > t); schema-1 rows read as task-aware, scenario task,
-            schema-1 and -2 rows as test rows.
+            schema-1 and -2 rows as test rows; a domain run's rows read as the chosen evaluation (`DOMAIN`).
         runs: one row per finished run (whether or not it has rows of the chosen split), indexed by run id, with
             its identity columns plus `folder` (its run folder) and `label` (the row label of its approach and
             config in every table).
@@ -280,6 +285,7 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     frame["evaluation"] = frame["evaluation"].fillna(TASK_AWARE)  # schema 1: task-aware rows only
     frame["scenario"] = frame["scenario"].fillna("task")
     frame["split"] = frame["split"].fillna(TEST)  # schema 1 and 2: test rows only
+    frame.loc[frame["scenario"] == DOMAIN, "evaluation"] = evaluation  # one evaluation, both names (`DOMAIN`)
     incomplete = [_incomplete_run(run_files[str(folder)]) for folder, files in folders.items()
                   if ACCURACY_FILE not in files and str(folder) in run_files]
     present = tuple(sorted({int(seed) for seed in frame["seed"].unique()}

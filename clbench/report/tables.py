@@ -14,7 +14,7 @@ import pandas as pd
 from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.report.formatting import Table, format_seeds, plain
-from clbench.report.loading import REFERENCES, Results, load_results
+from clbench.report.loading import DOMAIN, REFERENCES, Results, load_results
 from clbench.report.monitoring import monitoring_table_notes
 from clbench.report.statistics import (
     METRIC_SYMBOLS,
@@ -58,7 +58,7 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
         raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
     results = results if results is not None else load_results(results_dir, benchmark, seeds)
     report = Report(benchmark, metric, [], evaluation=results.evaluation, split=results.split)
-    report.notes += split_notes(results) + incomplete_notes(results)
+    report.notes += scenario_notes(results) + split_notes(results) + incomplete_notes(results)
     if results.frame.empty and results.split != TEST and not results.runs.empty:
         report.notes.append(f"no finished run of {benchmark} has {results.split} rows (runs stored before results "
                             f"schema 3 have test rows only): re-run them with --force")
@@ -120,6 +120,16 @@ def unmeasured_labels(results: Results, include_references: bool, shown: set[str
 
 def _sort_value(cell: Cell) -> float:
     return -math.inf if math.isnan(cell.mean) else cell.mean
+
+
+def scenario_notes(results: Results) -> list[str]:
+    """A note saying that the domain scenario's runs have one evaluation, when the benchmark has any (`DOMAIN`)."""
+    domain = [run for run in results.info.values() if run.get("scenario") == DOMAIN]
+    if not domain:
+        return []
+    which = "every run" if len(domain) == len(results.info) else f"{len(domain)} of {len(results.info)} runs"
+    return [f"scenario domain ({which}): one head shared by every task and no task id, so task-aware and "
+            f"task-agnostic accuracy are one number, stored once and shown under either --evaluation"]
 
 
 def split_notes(results: Results) -> list[str]:
@@ -222,7 +232,7 @@ class Summary:
 def build_summary(results: Results, include_references: bool = True) -> Summary:
     """A^{<=T}, BWT and max-previous forgetting per approach (mean over seeds), with `parameters` from run.json."""
     summary = Summary(results.benchmark, int(results.frame["stage"].max()) if not results.frame.empty else 0)
-    summary.notes += split_notes(results) + incomplete_notes(results)
+    summary.notes += scenario_notes(results) + split_notes(results) + incomplete_notes(results)
     per_label: dict[str, list[str]] = {}
     quiet: list[str] = []  # why a run has no FWT or I: said by `--metric fwt` / `--metric intransigence`
     transfer = run_values(results, "fwt", quiet, True)
