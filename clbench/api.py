@@ -32,12 +32,16 @@ override only the hooks you need, all optional:
   tensors with `tensors_to(state[...], self.device)`). A run is resumed from these after every task, so
   anything `end_task` computes must be in `extra_state`.
 
-Scenarios: `self.class_scenario` is True under `data.scenario: class` (no task id at test time).
-`self.scenario_cross_entropy(features, batch, stage, reduction)` is the loss of a batch in the run's scenario,
-also of a batch that mixes tasks (`batch.task_ids`, e.g. replayed samples with the current ones): each sample on
-its own head (task scenario) or over every class of tasks 0..stage (class scenario, targets from
-`class_targets(batch)`). A replay method builds such a batch with `LabelledData(images, labels, task_ids,
-transform, -1).batch(...)`, the transform being the tasks' own (`tasks[t].train.transform`).
+Scenarios: `self.class_scenario` is True under `data.scenario: class` (no task id at test time),
+`self.domain_scenario` under `data.scenario: domain` (no task id; the default `build_network` ties the heads, so
+`heads[t]` is one head shared by every task; `seen_logits` is that head's outputs; the target is the class within
+the task; a network without tied heads, an approach with `needs_task_id` and one whose `refuses_domain` says why
+are refused there). `self.scenario_cross_entropy(features, batch, stage, reduction)` is the loss of a batch in the
+run's scenario, also of a batch that mixes tasks (`batch.task_ids`, e.g. replayed samples with the current ones):
+each sample on its own head (task scenario), over every class of tasks 0..stage (class scenario, targets from
+`class_targets(batch)`), or on the shared head (domain scenario). A replay method builds such a batch with
+`LabelledData(images, labels, task_ids, transform, -1).batch(...)`, the transform being the tasks' own
+(`tasks[t].train.transform`).
 
 Replay: `ReplayBuffer(capacity, device)` keeps uint8 images, labels, task ids (and logits) on the device:
 `add_reservoir(images, labels, task_ids, generator, logits=None)` (reservoir sampling, one vectorised step per
