@@ -46,7 +46,7 @@ from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network
 from clbench.seeding import torch_generator
-from clbench.spec import NetworkSpec, TrainingSpec, check_name
+from clbench.spec import DataSpec, NetworkSpec, TrainingSpec, check_name
 from clbench.spec.fields import field
 
 
@@ -55,7 +55,8 @@ class Hyperparameters:
     """Hyper-parameters every approach has."""
 
     clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (reference: 10000 for sgd, sgd-f, joint, "
-                                               "hat, pnn, imm-mean; 100 ewc, lwf; 200 lfl; 1000 imm-mode, pathnet)",
+                                               "hat, pnn, imm-mean; 100 ewc, lwf; 200 lfl; 1000 imm-mode, pathnet); "
+                                               "0: no clipping (Mammoth)",
                                   minimum=0.0)
 
 
@@ -277,6 +278,17 @@ class Approach:
             compile_network(self.network)
         self.batch_generator = context.generator("batch-order")
 
+    @classmethod
+    def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
+        """Why this approach cannot run under `training` (its resolved protocol) and `data` (None if it can):
+        checked for every approach before any run starts (`clbench.approaches.resolve`). The base loop's early
+        stopping needs a validation split."""
+        if training.early_stopping and data.validation_fraction == 0:
+            return ("training.early_stopping is true but data.validation_fraction is 0: early stopping needs a "
+                    "validation split; set training.early_stopping=false (exactly max_epochs epochs, the last "
+                    "weights kept) or a validation fraction above 0")
+        return None
+
     # ------------------------------------------------------------------ hooks
     def build_network(self) -> nn.Module:
         """The network (default: the spec's body with one head per task)."""
@@ -342,10 +354,18 @@ class Approach:
         loss = functional.cross_entropy(logits, batch.targets, reduction=reduction)
         return loss, (logits.argmax(1) == batch.targets).sum()
 
+    def loss_tasks(self, stage: int) -> int:
+        """How many tasks' heads the class scenario's loss is over at `stage` (`training.class_loss`): the tasks seen
+        so far, stage + 1 (`seen`, and always outside the class scenario), or every task of the sequence (`all`)."""
+        if self.class_scenario and self.training_protocol.class_loss == "all":
+            return len(self.context.head_sizes)
+        return stage + 1
+
     def class_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,
                             reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
-        """(cross-entropy over the classes of tasks 0..stage, number correct): the class scenario's loss."""
-        logits = self.seen_logits(features, stage + 1)  # (B, classes seen)
+        """(cross-entropy over the classes of `loss_tasks(stage)` tasks, number correct): the class scenario's
+        loss, over the classes of tasks 0..stage (`training.class_loss: seen`) or over every output (`all`)."""
+        logits = self.seen_logits(features, self.loss_tasks(stage))  # (B, classes in the loss)
         targets = self.class_targets(batch)  # (B,)
         loss = functional.cross_entropy(logits, targets, reduction=reduction)
         return loss, (logits.argmax(1) == targets).sum()
@@ -421,7 +441,10 @@ class Approach:
 
     # ------------------------------------------------------------------ the loop
     def learn_task(self, stage: int, tasks: TaskSequence, progress: ProgressCallback | None = None) -> TaskLog:
-        """Train task `stage` with the paper's protocol and restore the best-validation weights."""
+        """Train task `stage` with the paper's protocol and restore the best-validation weights (without early
+        stopping: `learn_task_fixed_epochs`)."""
+        if not self.training_protocol.early_stopping:
+            return self.learn_task_fixed_epochs(stage, tasks, progress)
         start = time.perf_counter()
         self.begin_task(stage, tasks)
         train, valid = self.training_data(stage, tasks)
@@ -448,6 +471,30 @@ class Approach:
         self.restore_epoch_state(best_state)
         self.end_task(stage, tasks)
         return TaskLog(stage, epochs, best_epoch, schedule.best_loss, schedule.lr,
+                       time.perf_counter() - start, batches)
+
+    def learn_task_fixed_epochs(self, stage: int, tasks: TaskSequence,
+                                progress: ProgressCallback | None = None) -> TaskLog:
+        """Train task `stage` for exactly `max_epochs` epochs at the protocol's lr and keep the last weights
+        (`training.early_stopping: false`; with `max_epochs: 1` the online protocol's single pass, ceil(n / batch)
+        optimiser steps). The validation split, when there is one, is only evaluated for the progress log."""
+        start = time.perf_counter()
+        self.begin_task(stage, tasks)
+        train, valid = self.training_data(stage, tasks)
+        training = self.training_protocol
+        optimizer = self.make_optimizer(stage, training.lr)
+        batches, valid_loss = 0, float("nan")
+        for epoch in range(training.max_epochs):
+            train_loss, n_batches = self.train_epoch(stage, epoch, train, optimizer)
+            batches += n_batches
+            evaluation = self.evaluate_validation(valid, stage) if len(valid) else Evaluation(float("nan"),
+                                                                                            float("nan"), 0)
+            valid_loss = evaluation.loss
+            if progress is not None:
+                progress(EpochLog(stage, epoch + 1, training.lr, train_loss, evaluation.loss, evaluation.accuracy,
+                                  False))
+        self.end_task(stage, tasks)
+        return TaskLog(stage, training.max_epochs, training.max_epochs, valid_loss, training.lr,
                        time.perf_counter() - start, batches)
 
     @property
@@ -480,7 +527,8 @@ class Approach:
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.before_step(step)
-            clip_grad_norm(parameters, self.hparams.clip_grad_norm)
+            if self.hparams.clip_grad_norm > 0:  # 0: no clipping (Mammoth's protocols)
+                clip_grad_norm(parameters, self.hparams.clip_grad_norm)
             optimizer.step()
             self.after_step(step)
             total += loss.detach()

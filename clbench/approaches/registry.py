@@ -174,4 +174,7 @@ def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
     merged = {**to_dict(spec.training), **training_overrides}
     training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
                      origins=spec.origins)
+    problem = cls.protocol_problem(training, spec.data, hyperparameters)
+    if problem is not None:
+        raise SpecError(f"{spec.source}: approach {method}: {problem}")
     return ResolvedApproach(cls, hyperparameters, replace(training))

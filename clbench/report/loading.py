@@ -18,6 +18,7 @@ from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.results import (
     ACCURACY_FILE,
+    CLASS_LOSS_DEFAULT,
     EVALUATIONS,
     READABLE_SCHEMA_VERSIONS,
     RUN_FILE,
@@ -45,14 +46,15 @@ READ_COLUMNS = (
     ("reference_hash", "string"),
     ("hyperparameters", "string"), ("overrides", "string"), ("stage", "int64"), ("task", "int64"),
     ("task_name", "string"), ("accuracy", "double"), ("stage_epochs", "double"), ("stage_batches", "double"),
-    ("stage_train_seconds", "double"), ("device", "string"), ("scenario", "string"), ("evaluation", "string"),
+    ("stage_train_seconds", "double"), ("device", "string"), ("scenario", "string"),
+    ("class_loss", "string"), ("evaluation", "string"),
     ("memory_samples", "double"), ("memory_bytes", "double"), ("split", "string"), ("tuned_sha256", "string"),
     ("tuned_seed", "double"),
 )
 
 
 IDENTITY = ("benchmark", "variant", "method", "seed", "config_hash", "data_hash", "reference_hash", "hyperparameters",
-            "overrides", "scenario", "schema_version")
+            "overrides", "scenario", "class_loss", "schema_version")
 TASK_AWARE, TASK_AGNOSTIC = EVALUATIONS
 
 
@@ -279,6 +281,7 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     _check_schema_versions(frame, root, benchmark)
     frame["evaluation"] = frame["evaluation"].fillna(TASK_AWARE)  # schema 1: task-aware rows only
     frame["scenario"] = frame["scenario"].fillna("task")
+    frame["class_loss"] = frame["class_loss"].fillna(CLASS_LOSS_DEFAULT)  # written before the column: `seen`
     frame["split"] = frame["split"].fillna(TEST)  # schema 1 and 2: test rows only
     incomplete = [_incomplete_run(run_files[str(folder)]) for folder, files in folders.items()
                   if ACCURACY_FILE not in files and str(folder) in run_files]
@@ -372,6 +375,8 @@ def _config_description(row: Any) -> list[dict[str, Any]]:
     overrides = json.loads(overrides_text) if isinstance(overrides_text, str) else []
     settings = dict(item.split("=", 1) for item in overrides if "=" in item)
     identity = {"scenario": scenario} if isinstance(scenario, str) else {}
+    class_loss = getattr(row, "class_loss", None)
+    identity |= {"class_loss": class_loss} if scenario == "class" and isinstance(class_loss, str) else {}
     identity |= {"variant": variant} if isinstance(variant, str) else {}
     return [hyperparameters, identity, settings]
 

@@ -121,7 +121,7 @@ class ICaRL(ReplayApproach):
             distillation = icarl_distillation(self.seen_logits(features, stage), old)  # a mean over the batch
             scale = batch.targets.shape[0] if reduction == "sum" else 1
             return loss + self.hparams.lamb * distillation * scale, correct
-        seen = self.seen_logits(features, stage + 1)  # (B, classes of tasks <= stage)
+        seen = self.seen_logits(features, self.loss_tasks(stage))  # (B, classes of tasks <= stage, or every class)
         per_sample = icarl_loss(seen, self.class_targets(batch), seen[:, :0] if old is None else old)  # (B,)
         loss = per_sample.mean() if reduction == "mean" else per_sample.sum()
         return loss, self.correct_on_heads(seen, batch, stage)
