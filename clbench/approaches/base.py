@@ -337,8 +337,15 @@ class Approach:
         return batch.targets + self.context.class_offsets[batch.task]  # (B,)
 
     def seen_logits(self, features: torch.Tensor, n_tasks: int) -> torch.Tensor:
-        """The heads of tasks 0..n_tasks-1 on `features`, concatenated: (B, sum of their classes)."""
+        """The heads of tasks 0..n_tasks-1 on `features`, concatenated: (B, sum of their classes).
+
+        With `training.class_loss: all` in the class scenario the output over every class is one linear map, the
+        heads' weights side by side (`MultiHeadNet.all_heads`: one matrix product, as Mammoth's single classifier,
+        equal to the concatenation up to float rounding); otherwise each head is applied on its own, as every run
+        stored before `class_loss` computed it."""
         heads = self.multihead.heads
+        if n_tasks == len(heads) and self.loss_tasks(0) == n_tasks:
+            return self.multihead.all_heads(features)
         return torch.cat([heads[task](features) for task in range(n_tasks)], dim=1)
 
     def scenario_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,

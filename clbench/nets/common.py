@@ -29,6 +29,13 @@ class MultiHeadNet(nn.Module):
             return torch.cat([self.heads[u](features) for u in range(task + 1)], dim=1)
         return self.heads[task](features)
 
+    def all_heads(self, features: torch.Tensor) -> torch.Tensor:
+        """Every head on `features` as one linear map (the heads' weights and biases side by side): (B, every class).
+        The same values as concatenating each head's output, up to float rounding (one matrix product)."""
+        weight = torch.cat([head.weight for head in self.heads])  # (every class, F)
+        bias = torch.cat([head.bias for head in self.heads])  # (every class,)
+        return nn.functional.linear(features, weight, bias)
+
     def class_offset(self, task: int) -> int:
         """Where task `task`'s classes start in the output over every class (`forward(..., seen=True)`)."""
         return sum(head.out_features for head in self.heads[:task])

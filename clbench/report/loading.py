@@ -381,15 +381,21 @@ def _config_description(row: Any) -> list[dict[str, Any]]:
     return [hyperparameters, identity, settings]
 
 
+# Keys a config has only where they mean something (`class_loss`: class-scenario runs), compared and named only among
+# the configs that have them.
+WHERE_PRESENT = ("class_loss",)
+
+
 def _differing(described: dict[str, list[dict[str, Any]]]) -> dict[str, list[tuple[str, Any]]]:
     """Per config, the (key, value) pairs that differ between configs, source after source until all differ."""
     details: dict[str, list[tuple[str, Any]]] = {config: [] for config in described}
     for source in range(3):
         parts = {config: description[source] for config, description in described.items()}
         keys = {key for part in parts.values() for key in part}
-        differing = sorted(k for k in keys if len({json.dumps(p.get(k), default=str) for p in parts.values()}) > 1)
+        differing = sorted(k for k in keys if len({json.dumps(p.get(k), default=str) for p in parts.values()
+                                                   if k in p or k not in WHERE_PRESENT}) > 1)
         for config, part in parts.items():
-            details[config] += [(key, part.get(key)) for key in differing]
+            details[config] += [(key, part.get(key)) for key in differing if key in part or key not in WHERE_PRESENT]
         if len({json.dumps(detail, default=str) for detail in details.values()}) == len(details):
             break
     return details
