@@ -344,7 +344,7 @@ class Approach:
         equal to the concatenation up to float rounding); otherwise each head is applied on its own, as every run
         stored before `class_loss` computed it."""
         heads = self.multihead.heads
-        if n_tasks == len(heads) and self.loss_tasks(0) == n_tasks:
+        if n_tasks == len(heads) and self.loss_over_every_output:
             return self.multihead.all_heads(features)
         return torch.cat([heads[task](features) for task in range(n_tasks)], dim=1)
 
@@ -361,12 +361,15 @@ class Approach:
         loss = functional.cross_entropy(logits, batch.targets, reduction=reduction)
         return loss, (logits.argmax(1) == batch.targets).sum()
 
+    @property
+    def loss_over_every_output(self) -> bool:
+        """True when the class scenario's loss is over every output of the sequence (`training.class_loss: all`)."""
+        return self.class_scenario and self.training_protocol.class_loss == "all"
+
     def loss_tasks(self, stage: int) -> int:
         """How many tasks' heads the class scenario's loss is over at `stage` (`training.class_loss`): the tasks seen
         so far, stage + 1 (`seen`, and always outside the class scenario), or every task of the sequence (`all`)."""
-        if self.class_scenario and self.training_protocol.class_loss == "all":
-            return len(self.context.head_sizes)
-        return stage + 1
+        return len(self.context.head_sizes) if self.loss_over_every_output else stage + 1
 
     def class_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,
                             reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from torch.nn import functional
 
 from clbench.approaches.base import StepInfo
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
@@ -45,8 +46,12 @@ class DERPlusPlus(ReplayApproach):
 
     def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
         features = self.multihead.features(batch.inputs)
-        loss = self.scenario_cross_entropy(features, batch, step.stage)[0]
-        self.pending = (batch, self.seen_logits(features, len(self.context.head_sizes)).detach())
+        every = self.seen_logits(features, len(self.context.head_sizes))  # (B, every class): stored after the step
+        if self.loss_over_every_output:  # class_loss all: the loss is over these same logits
+            loss = functional.cross_entropy(every, self.class_targets(batch))
+        else:
+            loss = self.scenario_cross_entropy(features, batch, step.stage)[0]
+        self.pending = (batch, every.detach())
         first = self.replayed()
         if first is None:
             return loss
