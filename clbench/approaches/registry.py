@@ -26,7 +26,7 @@ from clbench.approaches.plugins import (
 )
 from clbench.errors import SpecError
 from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections
-from clbench.spec.fields import build, origin_of, to_dict
+from clbench.spec.fields import build, identity_dict, origin_of, to_dict
 from clbench.spec.grid import GridAxis, value_text
 
 __all__ = ["ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach", "resolve",
@@ -66,9 +66,12 @@ class ResolvedApproach:
         return self.cls.name
 
     def config(self) -> dict[str, Any]:
-        """Hyper-parameters and protocol; the approach's `revision` too once its algorithm has changed."""
+        """Hyper-parameters and protocol (without the `added` training fields at their default, as `run_config`'s
+        data and network: stored runs keep their hashes); the approach's `revision` too once its algorithm has
+        changed."""
         revision = {"revision": self.cls.revision} if self.cls.revision else {}
-        return {"hyperparameters": to_dict(self.hyperparameters), "training": to_dict(self.training), **revision}
+        return {"hyperparameters": to_dict(self.hyperparameters), "training": identity_dict(self.training),
+                **revision}
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle by name plus how to import a plugin again, so a spawned worker can rebuild it."""
