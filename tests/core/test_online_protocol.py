@@ -182,6 +182,24 @@ def test_pathnet_needs_a_validation_split_and_early_stopping(validation_fraction
     resolve(with_data(tiny_spec("mlp"), validation_fraction=0.15), "pathnet")  # the paper's protocol: accepted
 
 
+def test_a_protocol_one_approach_cannot_run_refuses_that_approach_only_not_the_others_of_the_spec() -> None:
+    """mnist2 has a pathnet section and a pathnet grid, and hat's: `resolve` validates them for every method, but
+    their protocol problems refuse pathnet and hat only (each through its section, or its grid, alone too)."""
+    online = load_benchmark("mnist2", ["training.early_stopping=false"])
+    assert "pathnet" in online.approaches and "pathnet" in online.grids
+    assert resolve(online, "sgd").training.early_stopping is False
+    sections_only = replace(online, grids={})
+    grids_only = replace(online, approaches={k: v for k, v in online.approaches.items() if k != "pathnet"})
+    for spec in (online, sections_only, grids_only):
+        resolve(spec, "sgd")
+    with pytest.raises(SpecError, match="approach pathnet: its tournament"):
+        resolve(online, "pathnet")
+    no_split = load_benchmark("mnist2", ["data.validation_fraction=0"])  # early stopping on
+    assert resolve(no_split, "random").training.early_stopping
+    with pytest.raises(SpecError, match="approach hat: training.early_stopping is true"):
+        resolve(no_split, "hat")
+
+
 # ---------------------------------------------------------------------------------------------- class_loss
 LOGITS = [1.0, 2.0, 0.5, -1.0, 3.0, 0.0]  # the 3 heads' biases, side by side; every weight 0
 
