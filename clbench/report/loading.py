@@ -348,8 +348,8 @@ def method_labels(frame: pd.DataFrame) -> dict[tuple[str, str], str]:
     """A label per (method, config hash): the method, plus what differs between that method's configs.
 
     What differs is taken from the hyper-parameters, then (while two configs still read the same) the
-    variant, then the command's `--set` options; a config that none of these tells apart is labelled by its
-    config hash.
+    scenario and variant, then the class scenario's `training.class_loss`, then the command's `--set` options; a
+    config that none of these tells apart is labelled by its config hash.
     """
     labels: dict[tuple[str, str], str] = {}
     configs = frame.drop_duplicates(["method", "config_hash"])
@@ -367,7 +367,8 @@ def method_labels(frame: pd.DataFrame) -> dict[tuple[str, str], str]:
 
 
 def _config_description(row: Any) -> list[dict[str, Any]]:
-    """(hyper-parameters, variant, overrides) of a config as dicts, in the order labels look at them."""
+    """(hyper-parameters, scenario and variant, class-scenario loss, overrides) of a config as dicts, in the order
+    labels look at them."""
     hyperparameters = json.loads(row.hyperparameters) if isinstance(row.hyperparameters, str) else {}
     variant = getattr(row, "variant", None)
     scenario = getattr(row, "scenario", None)
@@ -375,10 +376,10 @@ def _config_description(row: Any) -> list[dict[str, Any]]:
     overrides = json.loads(overrides_text) if isinstance(overrides_text, str) else []
     settings = dict(item.split("=", 1) for item in overrides if "=" in item)
     identity = {"scenario": scenario} if isinstance(scenario, str) else {}
-    class_loss = getattr(row, "class_loss", None)
-    identity |= {"class_loss": class_loss} if scenario == "class" and isinstance(class_loss, str) else {}
     identity |= {"variant": variant} if isinstance(variant, str) else {}
-    return [hyperparameters, identity, settings]
+    class_loss = getattr(row, "class_loss", None)  # told apart after the scenario: a task run has none
+    loss = {"class_loss": class_loss} if scenario == "class" and isinstance(class_loss, str) else {}
+    return [hyperparameters, identity, loss, settings]
 
 
 # Keys a config has only where they mean something (`class_loss`: class-scenario runs), compared and named only among
@@ -389,7 +390,7 @@ WHERE_PRESENT = ("class_loss",)
 def _differing(described: dict[str, list[dict[str, Any]]]) -> dict[str, list[tuple[str, Any]]]:
     """Per config, the (key, value) pairs that differ between configs, source after source until all differ."""
     details: dict[str, list[tuple[str, Any]]] = {config: [] for config in described}
-    for source in range(3):
+    for source in range(len(next(iter(described.values())))):
         parts = {config: description[source] for config, description in described.items()}
         keys = {key for part in parts.values() for key in part}
         differing = sorted(k for k in keys if len({json.dumps(p.get(k), default=str) for p in parts.values()
