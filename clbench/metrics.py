@@ -2,7 +2,23 @@
 
 An accuracy matrix `A` is T x T: `A[t, u]` is the test accuracy on task u after training task t (0-based
 here; stages and tasks are 1-based in stored results). Entries above the diagonal are NaN (not measured).
-Peers disagree on what "forgetting" means; every variant here is named for what it computes.
+Peers disagree on what "forgetting" means; every variant here is named for what it computes. The forgetting of
+task u after the last stage T, as each peer's code computes it (A^{u<=l}: the accuracy on task u after stage l):
+
+| peer (file read, commit)                      | max over stages l of A^{u<=l}, minus A^{u<=T}  | mean over  |
+|-----------------------------------------------|------------------------------------------------|------------|
+| clbench `forgetting` (`forgetting_by_stage`)  | u <= l < T: earlier stages only (Chaudhry 2018)| u < T      |
+| FACIL src/main_incremental.py (e09d2c8)       | l < T: `acc_taw[:t, u].max(0) - acc_taw[t, u]` | u < T      |
+| clbench `forgetting-mammoth`                  | u-1 <= l <= T: every stage, the last included  | u < T      |
+| Mammoth utils/metrics.py `forgetting`,        | every row (stage), the last included, and the  | u < T      |
+| utils/training.py (e75a491)                   | evaluation just before u is learned            |            |
+| RaptorMai/online-continual-learning           | every stage, the last included (every task is  | every u    |
+| experiment/metrics.py (6175ca0)               | evaluated at every stage, before it is learned)| (u = T too)|
+| Avalanche avalanche/evaluation/metrics/       | no max: A^{u<=u} (right after learning u)      | u < T      |
+| forgetting_bwt.py `StreamForgetting`,         | minus A^{u<=T}, i.e. -BWT's terms              |            |
+| evaluation/functional.py (eb075be3)           |                                                |            |
+| GMvandeVen/continual-learning main.py,        | none: average accuracy only                    |            |
+| eval/evaluate.py (e6d795a)                    |                                                |            |
 """
 
 from __future__ import annotations
@@ -142,6 +158,51 @@ def max_previous_forgetting(accuracy: np.ndarray) -> float:
     `forgetting_by_stage`); NaN for a single task.
     """
     return float(forgetting_by_stage(accuracy)[-1])
+
+
+def mammoth_forgetting_by_stage(accuracy: np.ndarray) -> np.ndarray:
+    """F_M^{<=t} = 1/(t-1) sum_{u<t} [ max_{u-1<=l<=t} A^{u<=l} - A^{u<=t} ], one value per stage t; NaN at t = 1.
+
+    The forgetting of Mammoth (aimagelab/mammoth, utils/metrics.py `forgetting` at e75a491):
+    `maxx = np.max(results, axis=0)` over the rows of its accuracy matrix (one row per stage, the last included),
+    then `mean(maxx[i] - results[-1][i] for i < n_tasks - 1)`. Unlike `forgetting_by_stage` (Chaudhry et al.,
+    earlier stages only), the max also runs over the current stage t, so a task whose accuracy rose counts 0,
+    never negative: A = [[90, -], [95, 80]] gives F_M = 95 - 95 = 0 here, F = 90 - 95 = -5 there. Positive
+    means forgetting; the last task is left out of the mean, as there.
+
+    What Mammoth's training loop puts in its rows is reproduced too (utils/training.py at e75a491): with
+    `--enable_other_metrics` (which forgetting needs) it evaluates each task u once just before learning it
+    and appends that accuracy to the previous stage's row (`results[cur_task - 1] + accs[0]`, for forward
+    transfer), so the max also sees A^{u<=u-1}, the entry just above the diagonal, where `accuracy` has it
+    (finite); entries further above the diagonal are never taken (Mammoth's rows do not have them). Mammoth pads
+    its unmeasured entries with 0.0, which never raises a max of accuracies (>= 0); here they are NaN and left
+    out. The value at stage t is what Mammoth computes on the sub-matrix of stages <= t, i.e. had the run
+    stopped after task t (its last row then has no entry above the diagonal). Mammoth's accuracies are in
+    percent, these in the units of `accuracy` (fractions in stored results; the report prints them x 100).
+    Undefined (NaN) for t = 1, where Mammoth's mean is over no task.
+    """
+    size = accuracy.shape[0]
+    values = np.full(size, np.nan)
+    for t in range(1, size):
+        best = np.array([_mammoth_best(accuracy, u, t) for u in range(t)])
+        values[t] = float((best - accuracy[t, :t]).mean())
+    return values
+
+
+def _mammoth_best(accuracy: np.ndarray, task: int, stage: int) -> float:
+    """max_{u-1<=l<=t} A^{u<=l} of `task` u over stages up to `stage` t (0-based), the entry just above the
+    diagonal only where it is finite."""
+    column = accuracy[task : stage + 1, task]
+    before = accuracy[task - 1, task] if task > 0 else np.nan
+    return float(np.max(np.append(column, before) if np.isfinite(before) else column))
+
+
+def mammoth_forgetting(accuracy: np.ndarray) -> float:
+    """Mammoth's forgetting of the whole sequence: 1/(T-1) sum_{u<T} max_{u-1<=l<=T} (A^{u<=l}) - A^{u<=T}.
+
+    The last stage of `mammoth_forgetting_by_stage`; NaN for a single task.
+    """
+    return float(mammoth_forgetting_by_stage(accuracy)[-1])
 
 
 def intransigence(accuracy: np.ndarray, joint: np.ndarray) -> np.ndarray:

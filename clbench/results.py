@@ -8,7 +8,8 @@ Layout: `<results>/<benchmark>/<method>/<config hash>/seed-<seed>/`
   `n_test` is the number of samples of the row's split that were evaluated; schema 1 files hold only the
   task-aware test rows of tasks u <= t, t >= 1, schema 1 and 2 files only test rows (no `split` column);
   `tuned_sha256` and `tuned_seed` (`TUNED_COLUMNS`) name the tuned file a `clbench train --tuned` run applied,
-  null otherwise (and read as null from files written before them);
+  null otherwise (and read as null from files written before them); `class_loss` is the run's
+  `training.class_loss` (read as `seen` from files written before it);
 - `run.json`: the resolved config, the command's overrides, provenance and status (running/complete/failed);
   provenance includes `approach_origin` (also a JSON column of the rows): `{"kind": "built-in", "module"}`, a
   plugin file's `path` and `sha256`, a plugin `module`, or an entry point's `distribution` and `version`;
@@ -51,7 +52,7 @@ RUN_FILE = "run.json"
 IDENTITY_COLUMNS = ["run_id", "benchmark", "variant", "method", "seed", "config_hash", "data_hash"]
 COLUMNS = [
     "schema_version", *IDENTITY_COLUMNS, "reference_hash", "hyperparameters", "overrides", "approach_origin",
-    "scenario", "evaluation", "split", "stage", "task", "task_name", "accuracy", "loss", "n_test",
+    "scenario", "class_loss", "evaluation", "split", "stage", "task", "task_name", "accuracy", "loss", "n_test",
     "stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds", "stage_eval_seconds",
     "memory_samples", "memory_bytes",
     "clbench_version", "git_commit", "torch_version", "cuda_version", "device", "hostname",
@@ -62,6 +63,9 @@ COLUMNS = [
 # missing (null) in every other run, and in files written before these columns (read as missing). Not part of the
 # config hash. Same schema version: the columns are optional, and a reader that does not know them ignores them.
 TUNED_COLUMNS = ("tuned_sha256", "tuned_seed")
+# `training.class_loss` of the run's approach (seen / all: the class scenario's cross-entropy over the classes seen
+# so far, or over every output); missing (read as `seen`, the only loss before it) in files written before it.
+CLASS_LOSS_COLUMN, CLASS_LOSS_DEFAULT = "class_loss", "seen"
 
 BENCH_FOLDER = "_bench"  # <results>/_bench/<benchmark>-<UTC timestamp>.parquet (`clbench bench`)
 BENCH_COLUMNS = (  # every column a bench file has, in order (`clbench.run.bench.bench_rows`)
@@ -188,9 +192,9 @@ def select_split(frame: pd.DataFrame, split: str = TEST) -> pd.DataFrame:
 
 def accuracy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """Rows -> a DataFrame with exactly `COLUMNS`, in order (missing columns are an error, but for the nullable
-    `TUNED_COLUMNS`, missing in rows written before them: filled as missing)."""
+    `TUNED_COLUMNS` and `class_loss`, missing in rows written before them: filled as missing)."""
     frame = pd.DataFrame(list(rows))
-    for column in TUNED_COLUMNS:
+    for column in (*TUNED_COLUMNS, CLASS_LOSS_COLUMN):
         if column not in frame.columns:
             frame[column] = None
     missing = [column for column in COLUMNS if column not in frame.columns]
@@ -198,6 +202,7 @@ def accuracy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
         raise ValueError(f"accuracy rows lack columns {missing}")
     frame["tuned_sha256"] = frame["tuned_sha256"].astype("string")
     frame["tuned_seed"] = frame["tuned_seed"].astype("Int64")
+    frame[CLASS_LOSS_COLUMN] = frame[CLASS_LOSS_COLUMN].astype("string")
     return frame[COLUMNS]
 
 

@@ -58,7 +58,7 @@ from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network
 from clbench.seeding import torch_generator
-from clbench.spec import NetworkSpec, TrainingSpec, check_name
+from clbench.spec import DataSpec, NetworkSpec, TrainingSpec, check_name
 from clbench.spec.fields import field
 
 
@@ -67,7 +67,8 @@ class Hyperparameters:
     """Hyper-parameters every approach has."""
 
     clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (reference: 10000 for sgd, sgd-f, joint, "
-                                               "hat, pnn, imm-mean; 100 ewc, lwf; 200 lfl; 1000 imm-mode, pathnet)",
+                                               "hat, pnn, imm-mean; 100 ewc, lwf; 200 lfl; 1000 imm-mode, pathnet); "
+                                               "0: no clipping (Mammoth)",
                                   minimum=0.0)
 
 
@@ -306,6 +307,17 @@ class Approach:
             compile_network(self.network)
         self.batch_generator = context.generator("batch-order")
 
+    @classmethod
+    def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
+        """Why this approach cannot run under `training` (its resolved protocol) and `data` (None if it can):
+        checked for every approach before any run starts (`clbench.approaches.resolve`). The base loop's early
+        stopping needs a validation split."""
+        if training.early_stopping and data.validation_fraction == 0:
+            return ("training.early_stopping is true but data.validation_fraction is 0: early stopping needs a "
+                    "validation split; set training.early_stopping=false (exactly max_epochs epochs, the last "
+                    "weights kept) or a validation fraction above 0")
+        return None
+
     # ------------------------------------------------------------------ hooks
     def build_network(self) -> nn.Module:
         """The network (default: the spec's body with one head per task; heads tied in the domain scenario)."""
@@ -378,9 +390,16 @@ class Approach:
         return batch.targets + self.context.class_offsets[batch.task]  # (B,)
 
     def seen_logits(self, features: torch.Tensor, n_tasks: int) -> torch.Tensor:
-        """The heads of tasks 0..n_tasks-1 on `features`, concatenated: (B, sum of their classes); a head tied
-        across tasks (the domain scenario's shared head) once: (B, C)."""
+        """The heads of tasks 0..n_tasks-1 on `features`, concatenated: (B, sum of their classes).
+
+        With `training.class_loss: all` in the class scenario the output over every class is one linear map, the
+        heads' weights side by side (`MultiHeadNet.all_heads`: one matrix product, as Mammoth's single classifier,
+        equal to the concatenation up to float rounding); otherwise each head is applied on its own, as every run
+        stored before `class_loss` computed it, and a head tied across tasks (the domain scenario's shared head)
+        once: (B, C)."""
         heads = self.multihead.heads
+        if n_tasks == len(heads) and self.loss_over_every_output:
+            return self.multihead.all_heads(features)
         return torch.cat([heads[task](features) for task in self.multihead.distinct_heads(n_tasks)], dim=1)
 
     def scenario_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,
@@ -398,10 +417,21 @@ class Approach:
         loss = functional.cross_entropy(logits, batch.targets, reduction=reduction)
         return loss, (logits.argmax(1) == batch.targets).sum()
 
+    @property
+    def loss_over_every_output(self) -> bool:
+        """True when the class scenario's loss is over every output of the sequence (`training.class_loss: all`)."""
+        return self.class_scenario and self.training_protocol.class_loss == "all"
+
+    def loss_tasks(self, stage: int) -> int:
+        """How many tasks' heads the class scenario's loss is over at `stage` (`training.class_loss`): the tasks seen
+        so far, stage + 1 (`seen`, and always outside the class scenario), or every task of the sequence (`all`)."""
+        return len(self.context.head_sizes) if self.loss_over_every_output else stage + 1
+
     def class_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,
                             reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
-        """(cross-entropy over the classes of tasks 0..stage, number correct): the class scenario's loss."""
-        logits = self.seen_logits(features, stage + 1)  # (B, classes seen)
+        """(cross-entropy over the classes of `loss_tasks(stage)` tasks, number correct): the class scenario's
+        loss, over the classes of tasks 0..stage (`training.class_loss: seen`) or over every output (`all`)."""
+        logits = self.seen_logits(features, self.loss_tasks(stage))  # (B, classes in the loss)
         targets = self.class_targets(batch)  # (B,)
         loss = functional.cross_entropy(logits, targets, reduction=reduction)
         return loss, (logits.argmax(1) == targets).sum()
@@ -486,7 +516,10 @@ class Approach:
 
     # ------------------------------------------------------------------ the loop
     def learn_task(self, stage: int, tasks: TaskSequence, progress: ProgressCallback | None = None) -> TaskLog:
-        """Train task `stage` with the paper's protocol and restore the best-validation weights."""
+        """Train task `stage` with the paper's protocol and restore the best-validation weights (without early
+        stopping: `learn_task_fixed_epochs`)."""
+        if not self.training_protocol.early_stopping:
+            return self.learn_task_fixed_epochs(stage, tasks, progress)
         start = time.perf_counter()
         self.begin_task(stage, tasks)
         train, valid = self.training_data(stage, tasks)
@@ -513,6 +546,30 @@ class Approach:
         self.restore_epoch_state(best_state)
         self.end_task(stage, tasks)
         return TaskLog(stage, epochs, best_epoch, schedule.best_loss, schedule.lr,
+                       time.perf_counter() - start, batches)
+
+    def learn_task_fixed_epochs(self, stage: int, tasks: TaskSequence,
+                                progress: ProgressCallback | None = None) -> TaskLog:
+        """Train task `stage` for exactly `max_epochs` epochs at the protocol's lr and keep the last weights
+        (`training.early_stopping: false`; with `max_epochs: 1` the online protocol's single pass, ceil(n / batch)
+        optimiser steps). The validation split, when there is one, is only evaluated for the progress log."""
+        start = time.perf_counter()
+        self.begin_task(stage, tasks)
+        train, valid = self.training_data(stage, tasks)
+        training = self.training_protocol
+        optimizer = self.make_optimizer(stage, training.lr)
+        batches, valid_loss = 0, float("nan")
+        for epoch in range(training.max_epochs):
+            train_loss, n_batches = self.train_epoch(stage, epoch, train, optimizer)
+            batches += n_batches
+            evaluation = self.evaluate_validation(valid, stage) if len(valid) else Evaluation(float("nan"),
+                                                                                            float("nan"), 0)
+            valid_loss = evaluation.loss
+            if progress is not None:
+                progress(EpochLog(stage, epoch + 1, training.lr, train_loss, evaluation.loss, evaluation.accuracy,
+                                  False))
+        self.end_task(stage, tasks)
+        return TaskLog(stage, training.max_epochs, training.max_epochs, valid_loss, training.lr,
                        time.perf_counter() - start, batches)
 
     @property
@@ -545,7 +602,8 @@ class Approach:
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.before_step(step)
-            clip_grad_norm(parameters, self.hparams.clip_grad_norm)
+            if self.hparams.clip_grad_norm > 0:  # 0: no clipping (Mammoth's protocols)
+                clip_grad_norm(parameters, self.hparams.clip_grad_norm)
             optimizer.step()
             self.after_step(step)
             total += loss.detach()

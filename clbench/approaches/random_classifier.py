@@ -33,6 +33,7 @@ from clbench.approaches.base import (
     TaskLog,
 )
 from clbench.data.tasks import LabelledData, TaskSequence
+from clbench.spec import DataSpec, TrainingSpec
 
 
 def class_frequencies(labels: torch.Tensor, n_classes: int) -> torch.Tensor:
@@ -60,6 +61,10 @@ class RandomClassifier(Approach):
         super().__init__(context, hyperparameters)
         self.frequencies: dict[int, torch.Tensor] = {}
         self.train_sizes: dict[int, int] = {}
+
+    @classmethod
+    def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
+        return None  # trains nothing: any protocol, with or without a validation split
 
     def build_network(self) -> torch.nn.Module:
         return torch.nn.Identity()  # nothing to learn

@@ -26,7 +26,7 @@ from clbench.approaches.plugins import (
 )
 from clbench.errors import SpecError
 from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections
-from clbench.spec.fields import build, origin_of, to_dict
+from clbench.spec.fields import build, identity_dict, origin_of, to_dict
 from clbench.spec.grid import GridAxis, value_text
 
 __all__ = ["ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach", "resolve",
@@ -66,9 +66,12 @@ class ResolvedApproach:
         return self.cls.name
 
     def config(self) -> dict[str, Any]:
-        """Hyper-parameters and protocol; the approach's `revision` too once its algorithm has changed."""
+        """Hyper-parameters and protocol (without the `added` training fields at their default, as `run_config`'s
+        data and network: stored runs keep their hashes); the approach's `revision` too once its algorithm has
+        changed."""
         revision = {"revision": self.cls.revision} if self.cls.revision else {}
-        return {"hyperparameters": to_dict(self.hyperparameters), "training": to_dict(self.training), **revision}
+        return {"hyperparameters": to_dict(self.hyperparameters), "training": identity_dict(self.training),
+                **revision}
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle by name plus how to import a plugin again, so a spawned worker can rebuild it."""
@@ -112,7 +115,7 @@ def resolve(spec: BenchmarkSpec, method: str, check_grids: bool = True) -> Resol
     check_approach_sections(spec, approach_names())
     for other in spec.approaches:
         if other != method:
-            _build(spec, other)
+            _build(spec, other, check_protocol=False)  # a protocol that does not suit it refuses only its runs
     if check_grids:
         check_default_grids(spec)
     return _build(spec, method)
@@ -145,7 +148,7 @@ def _check_grid_axis(spec: BenchmarkSpec, method: str, axis: GridAxis) -> None:
         node[path[-1]] = value
         point = replace(spec, approaches={**spec.approaches, method: section},
                         origins={**spec.origins, f"approaches.{method}.{axis.key}": origin})
-        typed = _typed_value(_build(point, method), path)
+        typed = _typed_value(_build(point, method, check_protocol=False), path)
         earlier = next((shown for other, shown in seen if other == typed), None)
         if earlier is not None:
             raise SpecError(f"{where}: `{name}`: {earlier} and {text} are the same value ({typed!r}); give each "
@@ -161,7 +164,10 @@ def _typed_value(resolved: ResolvedApproach, path: list[str]) -> Any:
     return node
 
 
-def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
+def _build(spec: BenchmarkSpec, method: str, check_protocol: bool = True) -> ResolvedApproach:
+    """`method`'s section and protocol, validated; with `check_protocol`, SpecError if the approach cannot run
+    under that protocol (`Approach.protocol_problem`): checked for the method resolved, not for the other sections
+    and default grids `resolve` validates (pathnet's section must not refuse `-m sgd` an online protocol)."""
     cls = REGISTRY[method]
     section = spec.approach_section(method)
     training_overrides = section.pop("training", None) or {}
@@ -174,4 +180,7 @@ def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
     merged = {**to_dict(spec.training), **training_overrides}
     training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
                      origins=spec.origins)
+    problem = cls.protocol_problem(training, spec.data, hyperparameters) if check_protocol else None
+    if problem is not None:
+        raise SpecError(f"{spec.source}: approach {method}: {problem}")
     return ResolvedApproach(cls, hyperparameters, replace(training))

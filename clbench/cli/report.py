@@ -52,6 +52,7 @@ def report(
                              "smax x c sensitivity."),
     fmt: str = typer.Option("markdown", "--format", help="markdown, csv, latex or html."),
     metric: str = typer.Option("forgetting-ratio", "--metric", help="forgetting-ratio, accuracy, bwt, forgetting, "
+                               "forgetting-mammoth (Mammoth's forgetting: its max also takes the current stage), "
                                "intransigence, learning-accuracy or fwt. See the README's Report section for each "
                                "definition."),
     evaluation: str = typer.Option("task-aware", "--evaluation", help="task-aware (the task's own head: the task "

@@ -101,6 +101,11 @@ def method_grids(benchmark: str, methods: list[str], overrides: list[str], grid:
     from clbench.tuning import TuningError
 
     spec = load_benchmark(benchmark, overrides)
+    if spec.data.validation_fraction == 0:
+        raise TuningError(f"{spec.source}: data.validation_fraction is 0: tuning chooses on each task's validation "
+                          f"split and this protocol holds none out; tune with --set data.validation_fraction=0.1 "
+                          f"and give the chosen values to the run on the full training set with --set (a tuned "
+                          f"file applies to the protocol it was tuned with)")
     owners = {spec_text: parse_grid_spec(spec_text)[0].split(".", 1)[0] for spec_text in grid}
     foreign = [text for text, owner in owners.items() if owner in REGISTRY and owner not in methods]
     if foreign:

@@ -369,7 +369,8 @@ def _task(index: int, raw: RawTask, spec: DataSpec, transform: InputTransform, s
     train_idx, valid_idx = validation_split(len(raw.train_labels), spec.validation_fraction, split_rng)
     if spec.max_train_samples is not None:
         train_idx = train_idx[stratified_subsample(raw.train_labels[train_idx], spec.max_train_samples, sample_rng)]
-        n_valid = max(1, int(round(len(train_idx) * spec.validation_fraction / (1 - spec.validation_fraction))))
+        n_valid = 0 if spec.validation_fraction == 0 else max(
+            1, int(round(len(train_idx) * spec.validation_fraction / (1 - spec.validation_fraction))))
         valid_idx = valid_idx[stratified_subsample(raw.train_labels[valid_idx], n_valid, sample_rng)]
     test_idx = np.arange(len(raw.test_labels))
     if spec.max_test_samples is not None:

@@ -71,6 +71,13 @@ class MultiHeadNet(nn.Module):
         """True when every task's head is one module (`tie_heads`)."""
         return isinstance(self.heads, TiedHeads)
 
+    def all_heads(self, features: torch.Tensor) -> torch.Tensor:
+        """Every head on `features` as one linear map (the heads' weights and biases side by side): (B, every class).
+        The same values as concatenating each head's output, up to float rounding (one matrix product)."""
+        weight = torch.cat([head.weight for head in self.heads])  # (every class, F)
+        bias = torch.cat([head.bias for head in self.heads])  # (every class,)
+        return nn.functional.linear(features, weight, bias)
+
     def class_offset(self, task: int) -> int:
         """Where task `task`'s classes start in the output over every class (`forward(..., seen=True)`)."""
         return sum(head.out_features for head in self.heads[:task])

@@ -25,7 +25,10 @@ class MLP(MultiHeadNet):
         self.reset_parameters()
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.input_dropout(x.flatten(1))  # (B, D)
+        # dropout with p = 0 returns its input and draws nothing: skipped, with its call
+        h = x.flatten(1) if self.input_dropout.p == 0 else self.input_dropout(x.flatten(1))  # (B, D)
         for layer in self.layers:
-            h = self.dropout(torch.relu(layer(h)))  # (B, H_l)
+            h = torch.relu(layer(h))  # (B, H_l)
+            if self.dropout.p:
+                h = self.dropout(h)
         return h

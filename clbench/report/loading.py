@@ -18,6 +18,7 @@ from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.results import (
     ACCURACY_FILE,
+    CLASS_LOSS_DEFAULT,
     EVALUATIONS,
     READABLE_SCHEMA_VERSIONS,
     RUN_FILE,
@@ -50,14 +51,15 @@ READ_COLUMNS = (
     ("reference_hash", "string"),
     ("hyperparameters", "string"), ("overrides", "string"), ("stage", "int64"), ("task", "int64"),
     ("task_name", "string"), ("accuracy", "double"), ("stage_epochs", "double"), ("stage_batches", "double"),
-    ("stage_train_seconds", "double"), ("device", "string"), ("scenario", "string"), ("evaluation", "string"),
+    ("stage_train_seconds", "double"), ("device", "string"), ("scenario", "string"),
+    ("class_loss", "string"), ("evaluation", "string"),
     ("memory_samples", "double"), ("memory_bytes", "double"), ("split", "string"), ("tuned_sha256", "string"),
     ("tuned_seed", "double"),
 )
 
 
 IDENTITY = ("benchmark", "variant", "method", "seed", "config_hash", "data_hash", "reference_hash", "hyperparameters",
-            "overrides", "scenario", "schema_version")
+            "overrides", "scenario", "class_loss", "schema_version")
 TASK_AWARE, TASK_AGNOSTIC = EVALUATIONS
 
 
@@ -284,6 +286,7 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     _check_schema_versions(frame, root, benchmark)
     frame["evaluation"] = frame["evaluation"].fillna(TASK_AWARE)  # schema 1: task-aware rows only
     frame["scenario"] = frame["scenario"].fillna("task")
+    frame["class_loss"] = frame["class_loss"].fillna(CLASS_LOSS_DEFAULT)  # written before the column: `seen`
     frame["split"] = frame["split"].fillna(TEST)  # schema 1 and 2: test rows only
     frame.loc[frame["scenario"] == DOMAIN, "evaluation"] = evaluation  # one evaluation, both names (`DOMAIN`)
     incomplete = [_incomplete_run(run_files[str(folder)]) for folder, files in folders.items()
@@ -351,8 +354,8 @@ def method_labels(frame: pd.DataFrame) -> dict[tuple[str, str], str]:
     """A label per (method, config hash): the method, plus what differs between that method's configs.
 
     What differs is taken from the hyper-parameters, then (while two configs still read the same) the
-    variant, then the command's `--set` options; a config that none of these tells apart is labelled by its
-    config hash.
+    scenario and variant, then the class scenario's `training.class_loss`, then the command's `--set` options; a
+    config that none of these tells apart is labelled by its config hash.
     """
     labels: dict[tuple[str, str], str] = {}
     configs = frame.drop_duplicates(["method", "config_hash"])
@@ -370,7 +373,8 @@ def method_labels(frame: pd.DataFrame) -> dict[tuple[str, str], str]:
 
 
 def _config_description(row: Any) -> list[dict[str, Any]]:
-    """(hyper-parameters, variant, overrides) of a config as dicts, in the order labels look at them."""
+    """(hyper-parameters, scenario and variant, class-scenario loss, overrides) of a config as dicts, in the order
+    labels look at them."""
     hyperparameters = json.loads(row.hyperparameters) if isinstance(row.hyperparameters, str) else {}
     variant = getattr(row, "variant", None)
     scenario = getattr(row, "scenario", None)
@@ -379,18 +383,26 @@ def _config_description(row: Any) -> list[dict[str, Any]]:
     settings = dict(item.split("=", 1) for item in overrides if "=" in item)
     identity = {"scenario": scenario} if isinstance(scenario, str) else {}
     identity |= {"variant": variant} if isinstance(variant, str) else {}
-    return [hyperparameters, identity, settings]
+    class_loss = getattr(row, "class_loss", None)  # told apart after the scenario: a task run has none
+    loss = {"class_loss": class_loss} if scenario == "class" and isinstance(class_loss, str) else {}
+    return [hyperparameters, identity, loss, settings]
+
+
+# Keys a config has only where they mean something (`class_loss`: class-scenario runs), compared and named only among
+# the configs that have them.
+WHERE_PRESENT = ("class_loss",)
 
 
 def _differing(described: dict[str, list[dict[str, Any]]]) -> dict[str, list[tuple[str, Any]]]:
     """Per config, the (key, value) pairs that differ between configs, source after source until all differ."""
     details: dict[str, list[tuple[str, Any]]] = {config: [] for config in described}
-    for source in range(3):
+    for source in range(len(next(iter(described.values())))):
         parts = {config: description[source] for config, description in described.items()}
         keys = {key for part in parts.values() for key in part}
-        differing = sorted(k for k in keys if len({json.dumps(p.get(k), default=str) for p in parts.values()}) > 1)
+        differing = sorted(k for k in keys if len({json.dumps(p.get(k), default=str) for p in parts.values()
+                                                   if k in p or k not in WHERE_PRESENT}) > 1)
         for config, part in parts.items():
-            details[config] += [(key, part.get(key)) for key in differing]
+            details[config] += [(key, part.get(key)) for key in differing if key in part or key not in WHERE_PRESENT]
         if len({json.dumps(detail, default=str) for detail in details.values()}) == len(details):
             break
     return details

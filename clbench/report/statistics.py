@@ -1,5 +1,6 @@
 """Statistics over seeds (Cell, summarize, Student-t) and the per-run values of each metric: rho^{<=t} against
-the matching joint and random references, I^{<=t} against the joint, or A^{<=t}, BWT^{<=t}, F^{<=t}, LA^{<=t}."""
+the matching joint and random references, I^{<=t} against the joint, or A^{<=t}, BWT^{<=t}, F^{<=t}, F_M^{<=t},
+LA^{<=t}."""
 
 from __future__ import annotations
 
@@ -20,13 +21,15 @@ if TYPE_CHECKING:
     pass
 
 
-METRICS = ("forgetting-ratio", "accuracy", "bwt", "forgetting", "intransigence", "learning-accuracy", "fwt")
+METRICS = ("forgetting-ratio", "accuracy", "bwt", "forgetting", "forgetting-mammoth", "intransigence",
+           "learning-accuracy", "fwt")
 # The references each metric is measured against (see `REFERENCE_KEYS`); the others need none.
 METRIC_REFERENCES = {"forgetting-ratio": ("joint", "random"), "intransigence": ("joint",)}
 # The symbol of each metric's per-stage column (`rho<=2`), and the metrics shown in percent (accuracy points).
 METRIC_SYMBOLS = {"forgetting-ratio": "rho", "accuracy": "A", "bwt": "BWT", "forgetting": "F",
-                  "intransigence": "I", "learning-accuracy": "LA", "fwt": "FWT"}
-PERCENT_METRICS = ("accuracy", "bwt", "forgetting", "intransigence", "learning-accuracy", "fwt")
+                  "forgetting-mammoth": "F_M", "intransigence": "I", "learning-accuracy": "LA", "fwt": "FWT"}
+PERCENT_METRICS = ("accuracy", "bwt", "forgetting", "forgetting-mammoth", "intransigence", "learning-accuracy",
+                   "fwt")
 # Metrics defined in `clbench.metrics` that no results can give, with why (never a number); none at present.
 UNAVAILABLE_METRICS: dict[str, str] = {}
 
@@ -175,6 +178,9 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
         return own[metric](matrix)
     if metric == "fwt":
         return _forward_transfer(notes, run_id, results)
+    if metric == "forgetting-mammoth":  # with the accuracies just before each task is learned, where stored
+        found = results.full_matrix(run_id)
+        return metrics.mammoth_forgetting_by_stage(matrix if found is None else found[0])
     seed = int(run["seed"])
     matched = {method: match_reference(results, candidates, method, run) for method in METRIC_REFERENCES[metric]}
     refused = [reason for _, reason in matched.values() if reason]

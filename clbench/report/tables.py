@@ -58,7 +58,8 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
         raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
     results = results if results is not None else load_results(results_dir, benchmark, seeds)
     report = Report(benchmark, metric, [], evaluation=results.evaluation, split=results.split)
-    report.notes += scenario_notes(results) + split_notes(results) + incomplete_notes(results)
+    report.notes += (scenario_notes(results) + split_notes(results) + incomplete_notes(results)
+                     + class_loss_notes(results))
     if results.frame.empty and results.split != TEST and not results.runs.empty:
         report.notes.append(f"no finished run of {benchmark} has {results.split} rows (runs stored before results "
                             f"schema 3 have test rows only): re-run them with --force")
@@ -130,6 +131,27 @@ def scenario_notes(results: Results) -> list[str]:
     which = "every run" if len(domain) == len(results.info) else f"{len(domain)} of {len(results.info)} runs"
     return [f"scenario domain ({which}): one head shared by every task and no task id, so task-aware and "
             f"task-agnostic accuracy are one number, stored once and shown under either --evaluation"]
+
+
+def class_loss_notes(results: Results) -> list[str]:
+    """A note when class-scenario runs of both `training.class_loss` values are shown together (their numbers
+    come from two protocols: the cross-entropy over the classes seen so far, or over every output), naming which
+    approach's runs used which."""
+    runs = results.runs
+    if runs.empty or "class_loss" not in runs:
+        return []
+    chosen = runs[runs["scenario"] == "class"]
+    losses = {loss: sorted(set(group["label"])) for loss, group in chosen.groupby("class_loss")}
+    if len(losses) < 2:
+        return []
+    named = "; ".join(f"{loss} ({CLASS_LOSS_WORDS.get(str(loss), loss)}): {', '.join(labels)}"
+                      for loss, labels in sorted(losses.items()))
+    return [f"class-scenario runs of two training losses are shown together (training.class_loss): {named}; "
+            f"compare runs of one loss, e.g. re-run the others with --set training.class_loss=..."]
+
+
+CLASS_LOSS_WORDS = {"seen": "cross-entropy over the classes seen so far",
+                    "all": "cross-entropy over every output"}
 
 
 def split_notes(results: Results) -> list[str]:
@@ -232,7 +254,8 @@ class Summary:
 def build_summary(results: Results, include_references: bool = True) -> Summary:
     """A^{<=T}, BWT and max-previous forgetting per approach (mean over seeds), with `parameters` from run.json."""
     summary = Summary(results.benchmark, int(results.frame["stage"].max()) if not results.frame.empty else 0)
-    summary.notes += scenario_notes(results) + split_notes(results) + incomplete_notes(results)
+    summary.notes += (scenario_notes(results) + split_notes(results) + incomplete_notes(results)
+                      + class_loss_notes(results))
     per_label: dict[str, list[str]] = {}
     quiet: list[str] = []  # why a run has no FWT or I: said by `--metric fwt` / `--metric intransigence`
     transfer = run_values(results, "fwt", quiet, True)

@@ -480,6 +480,8 @@ def evaluate_stage(approach: Approach, tasks: TaskSequence, stage: int,
     for task in evaluated_tasks(approach, len(tasks), stage):
         start = time.perf_counter()
         data = tasks[task].test if split == TEST else tasks[task].valid
+        if split != TEST and len(data) == 0:
+            continue  # no validation split (`data.validation_fraction: 0`): no validation rows
         evaluations = approach.evaluate_task(data, task, max(stage, task) + 1)
         seconds = time.perf_counter() - start
         results.extend((task, name, evaluation, seconds) for name, evaluation in evaluations.items())
@@ -528,7 +530,8 @@ def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, t
         "hyperparameters": json.dumps(plan.config["hyperparameters"], sort_keys=True),
         "overrides": json.dumps(list(plan.overrides)),
         "approach_origin": json.dumps(header.get("approach_origin") or origin_of(plan.method), sort_keys=True),
-        "scenario": plan.spec.data.scenario, "evaluation": evaluation, "split": split, "stage": stage + 1,
+        "scenario": plan.spec.data.scenario, "class_loss": plan.approach.training.class_loss,
+        "evaluation": evaluation, "split": split, "stage": stage + 1,
         "task": task + 1,
         "task_name": task_name, "accuracy": float(result.accuracy), "loss": float(result.loss),
         "n_test": int(result.n),

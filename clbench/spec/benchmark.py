@@ -79,17 +79,19 @@ class DataSpec:
     n_tasks: int | None = field(None, doc="permuted, rotated: the number of permutations or rotations (tasks)",
                                 minimum=1)
     shuffle_tasks: bool = field(True, doc="task order shuffled by the seed (paper: yes; split MNIST: fixed)")
-    validation_fraction: float = field(0.15, doc="held-out share of each task's training set (paper: 15%)",
-                                       minimum=0.01, maximum=0.9)
+    validation_fraction: float = field(0.15, doc="held-out share of each task's training set (paper: 15%); 0: no "
+                                                 "validation split (the online protocol: needs "
+                                                 "training.early_stopping false)", minimum=0.0, maximum=0.9)
     max_train_samples: int | None = field(
         None, doc="seeded, stratified subsample of each task's training set (quick runs); null = all", minimum=10)
     max_test_samples: int | None = field(
         None, doc="seeded, stratified subsample of each task's test set (quick runs); null = all", minimum=10)
     scenario: str = field("task", doc="task: the task id is given (one head per task, the paper's setting); "
                                       "class: no task id, one output over every class seen so far (FACIL's "
-                                      "task-agnostic training: cross-entropy over the seen tasks' heads); "
-                                      "domain: no task id, every task has the same classes, class c of every "
-                                      "task is output c of one head shared by all tasks",
+                                      "task-agnostic training: cross-entropy over the seen tasks' heads, or over "
+                                      "every output: training.class_loss); domain: no task id, every task has the "
+                                      "same classes, class c of every task is output c of one head shared by all "
+                                      "tasks",
                           choices=("task", "class", "domain"), added=True)
 
 
@@ -131,6 +133,14 @@ class TrainingSpec:
     amp: str = field("none", doc="autocast of the training forward/loss and of evaluation: none (float32, the "
                                  "paper) or bf16 (bfloat16 matmuls/convs: faster on GPUs, ~3 significant digits)",
                      choices=("none", "bf16"))
+    early_stopping: bool = field(True, doc="the paper's protocol: validation loss each epoch, lr decay on a plateau, "
+                                           "stop below lr_min, best weights restored; false: exactly max_epochs "
+                                           "epochs at lr, the last weights kept (the online protocol: max_epochs 1)",
+                                 added=True)
+    class_loss: str = field("seen", doc="class scenario's cross-entropy (training and validation): seen, over the "
+                                        "classes of the tasks seen so far (FACIL); all, over every output of the "
+                                        "sequence, future classes included (Mammoth, the DER paper)",
+                            choices=("seen", "all"), added=True)
 
 
 @dataclass(frozen=True)
@@ -431,12 +441,15 @@ def task_problem(n_classes: int, n_train: int, n_test: int, validation_fraction:
     """Why a task cannot be trained and scored (None if it can): fewer than two classes, or a split without samples.
 
     A task with no test samples scored 0.0 and dragged every mean down; one with no training or validation
-    samples trained nothing. `n_train` is the task's training split before the validation hold-out.
+    samples trained nothing. `n_train` is the task's training split before the validation hold-out. A fraction of 0
+    asks for no validation split (the online protocol), so an empty one is then what was asked for.
     """
     if n_classes < MIN_TASK_CLASSES:
         return "it has one class; a task needs at least two classes (with one, every method scores 100%)"
     n_valid = validation_count(n_train, validation_fraction)
     sizes = {"training": n_train - n_valid, "validation": n_valid, "test": n_test}
+    if validation_fraction == 0:
+        sizes.pop("validation")
     empty = [split for split, size in sizes.items() if size <= 0]
     if not empty:
         return None

@@ -153,6 +153,19 @@ def test_a_grid_key_that_is_not_a_hyperparameter_is_train_s_error(spec_file: Pat
     assert not list((tmp_path / "results").rglob("run.json"))
 
 
+def test_tuning_without_a_validation_split_is_refused_naming_the_key(spec_file: Path, tmp_path: Path) -> None:
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID, "--set", "data.validation_fraction=0",
+                        "--set", "training.early_stopping=false")
+    assert code == 2, output
+    assert f"error: {spec_file}: data.validation_fraction is 0: tuning chooses on each task's validation split" \
+        in output
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("run.json"))
+    train = runner.invoke(app, ["train", str(spec_file), "-m", "sgd", "--set", "data.validation_fraction=0",
+                                "--set", "training.early_stopping=false", "--results", str(tmp_path / "results"),
+                                "--data-dir", str(tmp_path / "data"), *TINY])
+    assert train.exit_code == 0, train.output  # the same protocol trains
+
+
 def test_a_grid_of_another_method_is_refused(spec_file: Path, tmp_path: Path) -> None:
     code, output = tune(spec_file, tmp_path, "-m", "sgd", "--grid", "ewc.lamb=1,2")
     assert code == 2, output

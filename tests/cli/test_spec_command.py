@@ -43,6 +43,8 @@ def assert_same_resolved_spec(original: str, copy: Path, overrides: list[str]) -
     ("mixture8", []),
     ("cifar-incremental", []),
     ("mnist2", ["hat.smax=25", "training.max_epochs=3", "data.max_train_samples=500"]),
+    ("seq-mnist", []),
+    ("seq-mnist", ["variant=buffer-5120"]),
 ])
 def test_printed_spec_loads_back_into_the_same_resolved_spec(tmp_path: Path, benchmark: str,
                                                              overrides: list[str]) -> None:

@@ -156,3 +156,30 @@ def test_an_unknown_method_names_the_plugin_forms(tmp_path: Path) -> None:
     assert code == 2, output
     assert "unknown method 'my-method'" in output
     assert "a plugin is named by its file or module: -m path/to/file.py:ClassName" in output
+
+
+def test_a_protocol_an_approach_cannot_run_refuses_that_approach_only(tmp_path: Path) -> None:
+    """validation_fraction 0: early stopping (the default) refused naming both keys, before any run; random (trains
+    nothing) runs; sgd runs with early_stopping false, the spec's pathnet section notwithstanding; pathnet refused
+    without a validation split and without early stopping."""
+    write_npz(tmp_path / "arrays.npz")
+    online = NPZ_SPEC.replace("form: mnist28}", "form: mnist28, validation_fraction: 0}")
+    online += "approaches:\n  pathnet: {}\n"
+    (tmp_path / "my.yaml").write_text(online)
+    common = ["--results", str(tmp_path / "r"), "--data-dir", str(tmp_path / "data"), *TINY]
+    code, output = invoke("train", str(tmp_path / "my.yaml"), "-m", "sgd", *common)
+    assert code == 2, output
+    assert (f"{tmp_path / 'my.yaml'}: approach sgd: training.early_stopping is true but data.validation_fraction is "
+            f"0: early stopping needs a validation split") in output
+    assert not list(tmp_path.rglob("run.json"))
+    for options in (["-m", "random"], ["-m", "sgd", "--set", "training.early_stopping=false"]):
+        code, output = invoke("train", str(tmp_path / "my.yaml"), *options, *common)
+        assert code == 0, output
+    assert sorted(path.parts[-4] for path in (tmp_path / "r").rglob("run.json")) == ["random", "sgd"]
+    for options in ([], ["--set", "training.early_stopping=false"],
+                    ["--set", "data.validation_fraction=0.25", "--set", "training.early_stopping=false"]):
+        code, output = invoke("train", str(tmp_path / "my.yaml"), "-m", "pathnet", *options, *common)
+        assert code == 2, output
+        assert ("approach pathnet: its tournament scores the paths by their validation loss" in output and
+                "it needs data.validation_fraction above 0 and training.early_stopping true" in output)
+

@@ -172,3 +172,68 @@ def test_accuracy_matrix_takes_the_learned_tasks_and_refuses_mixed_evaluations()
     mixed = pd.concat([rows, rows.assign(evaluation="task-agnostic")])
     with pytest.raises(ValueError, match="both evaluations"):
         metrics.accuracy_matrix(mixed)
+
+
+# Mammoth's forgetting (aimagelab/mammoth utils/metrics.py at e75a491): its max also takes the current stage.
+def test_mammoth_forgetting_counts_a_risen_task_as_zero() -> None:
+    """[[90, -], [95, 80]]: Mammoth max(90, 95) - 95 = 0.0; clbench (Chaudhry) max(90) - 95 = -5.0."""
+    matrix = np.array([[90.0, NAN], [95.0, 80.0]])
+    assert metrics.mammoth_forgetting(matrix) == pytest.approx(0.0)
+    assert metrics.max_previous_forgetting(matrix) == pytest.approx(-5.0)
+    assert np.isnan(metrics.mammoth_forgetting_by_stage(matrix)[0])
+
+
+def test_mammoth_forgetting_by_stage_by_hand() -> None:
+    # the 4-task B: the max runs over the stages from the task's own up to t, t included
+    # t=2: task 1: max(0.50, 0.80) - 0.80 = 0.0 (Chaudhry: -0.30)
+    # t=3: task 1: max(0.50, 0.80, 0.70) - 0.70 = 0.10 ; task 2: max(0.60, 0.90) - 0.90 = 0.0 ; mean 0.05
+    # t=4: task 1: max(0.50, 0.80, 0.70, 0.40) - 0.40 = 0.40 (the max at the intermediate stage 2) ;
+    #      task 2: max(0.60, 0.90, 0.60) - 0.60 = 0.30 ; task 3: max(0.70, 0.80) - 0.80 = 0.0 ; mean 0.70 / 3
+    forgetting = metrics.mammoth_forgetting_by_stage(B)
+    assert np.isnan(forgetting[0]) and forgetting[1:].tolist() == pytest.approx([0.0, 0.05, 0.70 / 3])
+    assert metrics.mammoth_forgetting(B) == pytest.approx(0.70 / 3)
+    assert metrics.max_previous_forgetting(B) == pytest.approx(0.20)  # Chaudhry's task 3: 0.70 - 0.80 = -0.10
+
+
+def test_mammoth_forgetting_with_the_max_at_an_intermediate_stage() -> None:
+    """3 tasks, task 1 best after stage 2 (neither its own stage nor the last): both definitions agree here."""
+    matrix = np.array([[60.0, NAN, NAN], [75.0, 80.0, NAN], [50.0, 70.0, 90.0]])
+    # task 1: max(60, 75, 50) = 75 - 50 = 25 ; task 2: max(80, 70) = 80 - 70 = 10 ; mean 17.5
+    assert metrics.mammoth_forgetting(matrix) == pytest.approx(17.5)
+    assert metrics.max_previous_forgetting(matrix) == pytest.approx(17.5)
+    # stage 2: task 1 rose (60 -> 75): Mammoth 75 - 75 = 0, Chaudhry 60 - 75 = -15
+    assert metrics.mammoth_forgetting_by_stage(matrix)[1] == pytest.approx(0.0)
+    assert metrics.forgetting_by_stage(matrix)[1] == pytest.approx(-15.0)
+
+
+def test_mammoth_and_chaudhry_agree_when_no_task_rises() -> None:
+    """The 3-task A never improves on a task after learning it: both give ((0.9-0.6) + (0.8-0.5)) / 2 = 0.30."""
+    assert metrics.mammoth_forgetting_by_stage(A)[1:].tolist() == pytest.approx([0.90 - 0.70, 0.30])
+    assert metrics.forgetting_by_stage(A)[1:].tolist() == pytest.approx([0.90 - 0.70, 0.30])
+
+
+def test_mammoth_forgetting_takes_the_accuracy_just_before_learning() -> None:
+    """Mammoth's loop appends task u's accuracy just before learning it to the previous stage's row (A^{u<=u-1});
+    nothing further above the diagonal is in its rows."""
+    matrix = np.array([[0.50, 0.95, 0.99, 0.99],
+                       [0.40, 0.60, 0.20, 0.98],
+                       [0.30, 0.50, 0.70, 0.97],
+                       [0.20, 0.40, 0.60, 0.80]])
+    # t=2: task 1: max(0.50, 0.40) - 0.40 = 0.10 (task 2, whose 0.95 is above the diagonal, is the last: left out)
+    # t=3: task 1: max(0.50, 0.40, 0.30) - 0.30 = 0.20 ; task 2: max(0.95 just before, 0.60, 0.50) - 0.50 = 0.45
+    #      mean 0.325
+    # t=4: task 1: 0.50 - 0.20 = 0.30 ; task 2: 0.95 - 0.40 = 0.55 ;
+    #      task 3: max(0.20 just before, 0.70, 0.60) - 0.60 = 0.10 (its 0.99 two stages before never counts)
+    #      mean 0.95 / 3
+    assert metrics.mammoth_forgetting_by_stage(matrix)[1:].tolist() == pytest.approx([0.10, 0.325, 0.95 / 3])
+    lower = np.where(np.tril(np.ones((4, 4), dtype=bool)), matrix, NAN)
+    # without the entries above the diagonal: task 2: max(0.60, 0.50, 0.40) - 0.40 = 0.20 ; mean 0.60 / 3
+    assert metrics.mammoth_forgetting(lower) == pytest.approx(0.60 / 3)
+
+
+def test_mammoth_forgetting_of_a_single_task_and_inputs_untouched() -> None:
+    one = np.array([[0.90]])
+    assert np.isnan(metrics.mammoth_forgetting_by_stage(one)).all() and np.isnan(metrics.mammoth_forgetting(one))
+    b = B.copy()
+    metrics.mammoth_forgetting_by_stage(b)
+    assert np.array_equal(b, B, equal_nan=True)

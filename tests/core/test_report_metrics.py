@@ -1,5 +1,5 @@
-"""`report --metric bwt | forgetting | intransigence | learning-accuracy | fwt` on hand-made result folders, the
-values computed by hand (see tests/core/test_metrics.py for the functions themselves)."""
+"""`report --metric bwt | forgetting | forgetting-mammoth | intransigence | learning-accuracy | fwt` on hand-made result
+folders, the values computed by hand (see tests/core/test_metrics.py for the functions themselves)."""
 
 from __future__ import annotations
 
@@ -120,6 +120,7 @@ def invoke(*arguments: str) -> tuple[int, str]:
 @pytest.mark.parametrize(("metric", "expected"), [
     ("bwt", [np.nan, -0.075, -0.30]),
     ("forgetting", [np.nan, 0.075, 0.3125]),
+    ("forgetting-mammoth", [np.nan, 0.10, 0.3125]),
     ("learning-accuracy", [0.85, 0.85, 0.875]),
     ("intransigence", [0.10, 0.075, 0.075]),
 ])
@@ -228,3 +229,49 @@ def test_a_memory_column_appears_next_to_accuracy_when_a_method_replays(tmp_path
             for line in text.splitlines() if line.startswith("| ")}
     assert rows["approach"][-2] == "memory (samples / bytes)"
     assert rows["er"][-2] == "200 / 165.0 kB" and rows["ewc"][-2] == "0 / 3.8 MB" and rows["sgd"][-2] == "0 / 0 B"
+
+
+# Mammoth's forgetting (`--metric forgetting-mammoth`): the max also takes the current stage, so a task whose
+# accuracy rose counts 0. seed 0: F_M t2 = max(0.90, 0.70) - 0.70 = 0.20 ; t3 = ((0.90-0.60) + (0.80-0.50)) / 2 = 0.30
+#                     seed 1: F_M t2 = max(0.80, 0.85) - 0.85 = 0.0 (F: -0.05) ;
+#                             t3 = ((max(0.80, 0.85, 0.40)-0.40) + (max(0.90, 0.70)-0.70)) / 2 = 0.325
+def test_forgetting_mammoth_table_by_hand(tmp_path: Path) -> None:
+    values = means(make_results(tmp_path), "forgetting-mammoth")
+    assert np.isnan(values[0]) and values[1:] == pytest.approx([(0.20 + 0.0) / 2, (0.30 + 0.325) / 2])
+
+
+def test_cli_forgetting_mammoth_table(tmp_path: Path) -> None:
+    """`clbench report --metric forgetting-mammoth --table` prints F_M<=t in accuracy points beside clbench's F."""
+    code, text = invoke("b", "--results", str(make_results(tmp_path)), "--metric", "forgetting-mammoth", "--table")
+    assert code == 0, text
+    lines = text.splitlines()
+    assert [cell.strip() for cell in lines[0].split("|")[1:-1]] == ["approach", "F_M<=1", "F_M<=2", "F_M<=3", "seeds"]
+    # t2: mean (20.0 + 0.0) / 2 = 10.0, std |20.0 - 0.0| / sqrt(2) = 14.1 ; t3: (30.0 + 32.5) / 2 = 31.25,
+    # std 2.5 / sqrt(2) = 1.8
+    [sgd] = [line for line in lines if line.startswith("| sgd")]
+    cells = [cell.strip() for cell in sgd.split("|")[1:-1]]
+    assert cells == ["sgd", "–", "10.0 (14.1)", "31.2 (1.8)", "2"]
+    code, chaudhry = invoke("b", "--results", str(tmp_path), "--metric", "forgetting", "--table")
+    [sgd] = [line for line in chaudhry.splitlines() if line.startswith("| sgd")]
+    assert [cell.strip() for cell in sgd.split("|")[1:-1]][2] == "7.5 (17.7)"  # (20.0 - 5.0) / 2, clbench's F
+
+
+def test_forgetting_mammoth_takes_the_stored_accuracy_before_learning(tmp_path: Path) -> None:
+    """With the rows above the diagonal stored, Mammoth's max also sees each task's accuracy just before it is
+    learned (its training loop puts it in its rows); further above never counts."""
+    # t2: max(0.90, 0.70) - 0.70 = 0.20 ; t3: task 1: 0.90 - 0.60 = 0.30, task 2: max(0.95 just before, 0.80,
+    # 0.50) - 0.50 = 0.45, mean 0.375 (task 3's 0.99 at stage 1 is two stages before: never taken)
+    write_run(tmp_path, "sgd", 0, [[0.9, 0.95, 0.99], [0.7, 0.8, 0.2], [0.6, 0.5, 0.95]], initial=[0.1, 0.2, 0.3])
+    values = means(tmp_path, "forgetting-mammoth")
+    assert np.isnan(values[0]) and values[1:] == pytest.approx([0.20, 0.375])
+
+
+def test_report_help_lists_every_metric() -> None:
+    import re
+
+    from clbench.report import METRICS
+
+    result = CliRunner().invoke(app, ["report", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    for metric in METRICS:
+        assert re.search(rf"(?<![\w-]){re.escape(metric)}(?![\w-])", result.output), metric

@@ -61,7 +61,7 @@ from clbench.approaches.base import (
 from clbench.approaches.pathnet.network import PathNet, base_widths, body_plan, build_pathnet, pathnet_parameter_count
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.nets.sizing import WidthMatch, match_widths
-from clbench.spec import NetworkSpec
+from clbench.spec import DataSpec, NetworkSpec, TrainingSpec
 from clbench.spec.fields import field
 
 PathList = list[list[int]]  # (L, N) module indices
@@ -141,6 +141,16 @@ class PathNetApproach(Approach):
     predicts_unlearned_tasks = False  # an unlearned task has no path: no stage-0 or u > t rows
     hyperparameters_class = PathNetHyperparameters
     hparams: PathNetHyperparameters
+
+    @classmethod
+    def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
+        """PathNet's tournament scores paths by their validation loss, each path with its own lr schedule: it needs
+        a validation split and its schedules (no `training.early_stopping: false`)."""
+        if data.validation_fraction == 0 or not training.early_stopping:
+            return ("its tournament scores the paths by their validation loss, each with its own lr schedule "
+                    "(Fernando et al. 2017, as the reference): it needs data.validation_fraction above 0 and "
+                    "training.early_stopping true")
+        return None
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         assert isinstance(hyperparameters, PathNetHyperparameters)

@@ -7,6 +7,11 @@ g - (g . g_ref / g_ref . g_ref) g_ref (Eq. 11, `functions.agem_project`), over a
 samples of that task: the paper's per-task episodic memory, which clbench keeps. Mammoth's `end_task` computes that
 quota (`samples_per_task`) but does not use it: it offers one training batch of the task (the first batch of its
 train loader: labels and non-augmented inputs) to its reservoir buffer.
+
+The loss its paper used: the cross-entropy over the task's own classes, every other output masked to -inf (the
+authors' code, facebookresearch/agem@4542149 `model/model.py`: `output_mask`, `task_pruned_logits`), for the batch
+and for the reference gradient's memory batch alike: the task scenario's loss. In the class scenario clbench uses
+`training.class_loss` (seen so far by default; every output as Mammoth's single head with `all`).
 """
 
 from __future__ import annotations

@@ -76,14 +76,14 @@ class ReplayBuffer:
         if n == 0:
             return
         self._allocate(images, logits)
-        slots = self.reservoir_slots(n, generator)
-        kept = slots < self.capacity
-        # the last sample written to a slot wins, as in the sequential algorithm
-        writer = torch.full((self.capacity,), -1, dtype=torch.long)
-        writer.scatter_reduce_(0, slots[kept], torch.arange(n)[kept], reduce="amax")
-        targets = torch.nonzero(writer >= 0).squeeze(1)
-        sources = writer[targets]
-        self._write(targets.to(self.device), sources.to(images.device), images, labels, task_ids, logits)
+        # the slots are host-side bookkeeping (drawn on the CPU, one per sample): the last sample written to a slot
+        # wins, as in the sequential algorithm
+        last_writer = {slot: k for k, slot in enumerate(self.reservoir_slots(n, generator).tolist())
+                       if slot < self.capacity}
+        if last_writer:
+            targets = torch.tensor(list(last_writer), dtype=torch.long, device=self.device)
+            sources = torch.tensor(list(last_writer.values()), dtype=torch.long, device=images.device)
+            self._write(targets, sources, images, labels, task_ids, logits)
         self.seen += n
         self.size = min(self.capacity, self.size + n)  # the empty slots filled first (see reservoir_slots)
 

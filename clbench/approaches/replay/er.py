@@ -5,6 +5,12 @@ Each step's batch is joined by `replay_batch_size` samples drawn from the memory
 cross-entropy over the joined batch (each sample on its own head in the task scenario, over every class seen so
 far in the class scenario). After the optimiser step the step's batch is offered to the memory by reservoir
 sampling, as Mammoth's `observe` does. The validation loss (early stopping) is the current task's.
+
+The loss its paper used: the cross-entropy over the task's own classes, every other output masked to -inf (the
+authors' code, facebookresearch/agem@4542149 `model/model.py`: `output_mask`, `task_pruned_logits`), i.e. the task
+scenario's loss; Mammoth's ER (the DER paper's baseline) over every output of its single head, i.e. the class
+scenario with `training.class_loss: all` (`benchmarks/seq-mnist.yaml`). clbench's class scenario defaults to the
+classes seen so far (`training.class_loss: seen`).
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ set"). The loss (`loss`) is one of:
   main_cifar_100_theano.py`: a sigmoid output layer, `binary_crossentropy(prediction, target_var).mean()`, the
   old classes' target columns set to the copied network's outputs) and Mammoth (`models/icarl.py` `get_loss`).
   Both give their network an output for every class of the data set from the start, so the classes not seen yet
-  are in the mean with target 0; here the outputs are those of the classes seen so far (tasks 0..t), as the
-  paper's network has one sigmoid output per class observed so far. At the last task the two are the same loss.
+  are in the mean with target 0; here the outputs are those of `training.class_loss` in the class scenario: the
+  classes seen so far (tasks 0..t, `seen`, as the paper's network has one sigmoid output per class observed so
+  far), or every class as the authors' code and Mammoth (`all`). At the last task the two are the same loss.
   The paper's loss has no weight between classification and distillation, so `lamb` must stay 1 with it (refused
   otherwise: a sweep over lamb would make runs that differ in name only).
 - `facil`: FACIL's variant (`src/approach/icarl.py` `criterion`): the cross-entropy (over every class seen so far
@@ -128,7 +129,7 @@ class ICaRL(ReplayApproach):
             distillation = icarl_distillation(self.seen_logits(features, stage), old)  # a mean over the batch
             scale = batch.targets.shape[0] if reduction == "sum" else 1
             return loss + self.hparams.lamb * distillation * scale, correct
-        seen = self.seen_logits(features, stage + 1)  # (B, classes of tasks <= stage)
+        seen = self.seen_logits(features, self.loss_tasks(stage))  # (B, classes of tasks <= stage, or every class)
         per_sample = icarl_loss(seen, self.class_targets(batch), seen[:, :0] if old is None else old)  # (B,)
         loss = per_sample.mean() if reduction == "mean" else per_sample.sum()
         return loss, self.correct_on_heads(seen, batch, stage)
