@@ -258,7 +258,8 @@ def timed_approach(spec: BenchmarkSpec, method: str, tasks: TaskSequence, head_s
     """The approach as the engine builds it (seeded), with the timing mixin and at most 2 epochs per task."""
     resolved = resolve(spec, method)
     training = replace(resolved.training, max_epochs=2)
-    context = ApproachContext(spec.network, training, tasks.input_shape, head_sizes, device, seed)
+    context = ApproachContext(spec.network, training, tasks.input_shape, head_sizes, device, seed,
+                              augment=spec.data.augment)
     timed_class = type(f"Timed{resolved.cls.__name__}", (TimedLoop, resolved.cls), {})
     seed_global_torch(seed)
     approach = timed_class(context, resolved.hyperparameters)
