@@ -28,10 +28,11 @@ def test_the_data_network_and_protocol_are_seq_cifar10s() -> None:
     data = spec.data
     assert (data.kind, data.datasets, data.classes_per_task, data.form) == ("split", ("cifar10",), (2,), "image32")
     assert not data.shuffle_tasks and data.augment and data.scenario == "task"
+    assert data.validation_fraction == 0  # Mammoth holds nothing out
     assert (spec.network.kind, spec.network.nf) == ("resnet18", 64)
     training = spec.training
     assert (training.lr, training.batch_size, training.max_epochs) == (SGD_LR, 32, 50)
-    assert training.patience >= training.max_epochs  # the plateau schedule never lowers the lr: a constant lr
+    assert not training.early_stopping and training.class_loss == "all"  # constant lr, last weights; one output
     assert load_benchmark("cifar10-5", ["data.scenario=class"]).data.scenario == "class"
 
 
@@ -45,6 +46,7 @@ def test_every_approach_section_resolves_to_mammoths_best_args(buffer: int) -> N
         resolved = resolve(spec, method)
         hyper = resolved.hyperparameters
         assert (resolved.training.lr, resolved.training.batch_size, resolved.training.max_epochs) == (lr, 32, 50)
+        assert not resolved.training.early_stopping and hyper.clip_grad_norm == 0  # Mammoth clips nothing
         assert hyper.buffer_size == buffer, method
         if minibatch is not None:
             assert hyper.replay_batch_size == minibatch, method
