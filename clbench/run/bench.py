@@ -286,7 +286,9 @@ def time_epoch(approach: TimedLoop, tasks: TaskSequence, mode: str, batches: int
         approach.learn_task(0, sequence)
     except _EnoughEpochs:
         pass
-    train, valid = approach.timed_epochs[-1], approach.timed_validations[-1]
+    train = approach.timed_epochs[-1]
+    # no validation split (`data.validation_fraction: 0`, seq-mnist, cifar10-5): an epoch is its training pass
+    valid = approach.timed_validations[-1] if approach.timed_validations else Timed(0, 0.0, 0)
     if mode == "measure":
         return train.seconds + valid.seconds, epoch_batches
     valid_seconds = valid.seconds / max(1, valid.size) * len(full_valid)
