@@ -6,10 +6,16 @@ n_epochs, minibatch_size, alpha, beta per buffer size); the spec must resolve to
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pandas as pd
 import pytest
+import torch
+from synthetic import synthetic_loader
 
 from clbench.approaches import resolve
 from clbench.cli.listing import parameter_counts
+from clbench.run.engine import execute, plan_runs
 from clbench.spec import load_benchmark
 
 BEST_ARGS = {  # buffer size -> method -> (lr, minibatch_size, alpha, beta); every method: batch_size 32, n_epochs 50
@@ -58,3 +64,18 @@ def test_the_parameter_table_leaves_out_the_approaches_that_refuse_resnet18() ->
     counts = parameter_counts(load_benchmark("cifar10-5"))
     assert not {"hat", "packnet", "pathnet", "pnn"} & set(counts)
     assert counts["sgd"] == 11_173_962  # Mammoth's resnet18 with 10 outputs: five heads of two (tests/nets)
+
+
+@pytest.mark.parametrize("scenario", ["task", "class"])
+def test_the_protocol_runs_end_to_end_on_synthetic_cifar_images(scenario: str, tmp_path: Path) -> None:
+    """The shipped spec with a narrow network, one epoch, synthetic 3x32x32 images: no validation rows, 5 stages
+    of 5 tasks, both evaluations in the class scenario (Mammoth's Class-IL and Task-IL)."""
+    spec = load_benchmark("cifar10-5", ["network.nf=4", "training.max_epochs=1", f"data.scenario={scenario}"])
+    [plan] = plan_runs(spec, ["derpp"], [0], tmp_path)
+    outcome = execute(plan, device=torch.device("cpu"), loader=synthetic_loader(n_train=200, n_test=50))
+    frame = pd.DataFrame(outcome.rows)
+    assert set(frame["split"]) == {"test"}  # validation_fraction 0: nothing held out, nothing evaluated there
+    evaluations = {"task-aware", "task-agnostic"}
+    assert set(frame["evaluation"]) == evaluations and set(frame["class_loss"]) == {"all"}
+    learned = frame[(frame["evaluation"] == "task-aware") & (frame["stage"] >= 1) & (frame["task"] <= frame["stage"])]
+    assert len(learned) == 15 and frame["accuracy"].notna().all()
