@@ -9,6 +9,10 @@ Multi-head decision: heads are task-specific, so the merge and the L2-transfer c
 head keeps the weights its own task trained (earlier heads get no gradient afterwards). The reference merges
 and L2-anchors every parameter, which averages the new head with its untrained copy (mean-IMM) and pulls it
 towards its initialisation; that is a quirk of its multi-head port, not the method.
+
+Batch norm (resnet18): its scale and shift are parameters and are merged; its running statistics are buffers, not
+moments of the posterior the paper merges, and stay those of the last task's training (estimated with the unmerged
+weights).
 """
 
 from __future__ import annotations
