@@ -2,8 +2,9 @@
 
 One run seed fixes everything random in a run, through independent streams derived from it by purpose:
 `task-order`, `validation-split`, `subsample`, `permutations` (permuted tasks' pixel orders), `rotations`
-(rotated tasks' angles), `init` (network weights and dropout),
-`batch-order`, and approach-specific ones (e.g. `random-classifier`, `pathnet-evolution`). Because the
+(rotated tasks' angles), `init` (network weights and dropout), `batch-order`, `augment` (`data.augment`: each
+training and replayed batch's crops and flips, drawn on the CPU), and approach-specific ones (e.g.
+`random-classifier`, `pathnet-evolution`, `replay`). Because the
 streams are independent, every approach sees the same task order, data split, subsample, batch order and
 initial weights for a given seed (the paper: "All methods use the same task sequence, data split, batch
 shuffle, and weight initialization for a given seed"). The same seed and config give identical results on

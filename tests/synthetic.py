@@ -71,6 +71,13 @@ def tiny_spec(network: str = "mlp", kind: str = "split", n_tasks: int = 3,
     return BenchmarkSpec("tiny", "tiny synthetic benchmark", "<test>", None, data, net, training, {})
 
 
+def tiny_resnet_spec(nf: int = 4, augment: bool = True, training: TrainingSpec = TINY_TRAINING) -> BenchmarkSpec:
+    """`tiny_spec("alexnet")`'s 3x32x32 tasks on a narrow ResNet-18 (`nf` channels in the first stage), training
+    batches cropped and flipped when `augment`."""
+    spec = tiny_spec("alexnet", training=training)
+    return replace(spec, network=NetworkSpec(kind="resnet18", nf=nf), data=replace(spec.data, augment=augment))
+
+
 def tiny_tasks(spec: BenchmarkSpec, seed: int = 0) -> TaskSequence:
     return build_tasks(spec.data, seed, synthetic_loader(), "cpu")
 
@@ -82,6 +89,6 @@ def make_approach(method: str, spec: BenchmarkSpec, tasks: TaskSequence, seed: i
     resolved = resolve(spec, method)
     hyper = replace(resolved.hyperparameters, **hparams)
     context = ApproachContext(spec.network, resolved.training, tasks.input_shape, tasks.head_sizes,
-                              torch.device("cpu"), seed, spec.data.scenario)
+                              torch.device("cpu"), seed, spec.data.scenario, spec.data.augment)
     seed_global_torch(seed)
     return resolved.cls(context, hyper)

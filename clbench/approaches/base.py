@@ -9,7 +9,16 @@ resets and the optimiser is rebuilt; after the loop the best snapshot is restore
 Hooks (all optional): `build_network`, `begin_task`, `training_data`, `trainable_parameters`, `loss`,
 `penalty`, `before_step` (gradient conditioning), `after_step`, `epoch_state` / `restore_epoch_state` (state
 kept and restored with the best weights), `end_task`, `predict`, `predict_classes`, `extra_state` /
-`load_extra_state` (what a checkpoint needs besides the network), `monitoring` (tables stored with the run).
+`load_extra_state` (what a checkpoint needs besides the network), `monitoring` (tables stored with the run),
+`train_mode` (the network's mode in a training epoch).
+
+Augmentation (`data.augment`): each training batch's uint8 images are randomly cropped and flipped before they are
+normalised (`training_batch`, `augment_images`; `clbench.data.augment`), drawn from the run's `augment` stream, which
+checkpoints keep; `Batch.images` stays the stored images. Validation, test and the approaches' own passes over a
+task's data (a Fisher estimate, MAS's importance, iCaRL's exemplar features) see the images as stored.
+
+Bodies: an approach names the `network.kind` values it cannot run on, with the reason (`unsupported_networks`);
+`clbench.approaches.resolve` and the constructor refuse them in one line.
 
 Scenarios (`data.scenario`): in the task scenario (the paper's) a sample's loss is the cross-entropy on its
 task's head. In the class scenario the network is the same, and the heads of the tasks seen so far, concatenated
@@ -54,6 +63,7 @@ from torch import nn
 from torch.nn import functional
 
 from clbench.approaches.optim import PlainSGD, StepOptimizer, clip_grad_norm
+from clbench.data.augment import random_crop_and_flip
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network
@@ -83,6 +93,7 @@ class ApproachContext:
     device: torch.device
     seed: int
     scenario: str = "task"  # `data.scenario`: task, class or domain (see the module docstring)
+    augment: bool = False  # `data.augment`: random crop and flip of training and replayed batches
 
     def generator(self, purpose: str) -> torch.Generator:
         """A CPU generator of the seeding contract for one purpose."""
@@ -290,8 +301,11 @@ class Approach:
     # The approach can predict a task it has not learned yet (stage 0 and the rows above the diagonal); PathNet
     # cannot (an unlearned task has no path).
     predicts_unlearned_tasks: ClassVar[bool] = True
+    # `network.kind` values the approach refuses, each with the reason in one line (e.g. HAT on resnet18)
+    unsupported_networks: ClassVar[dict[str, str]] = {}
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
+        self.check_network(context.network)
         self.context = context
         self.hparams = hyperparameters
         self.device = context.device
@@ -306,6 +320,22 @@ class Approach:
         if context.training.compile:
             compile_network(self.network)
         self.batch_generator = context.generator("batch-order")
+        self.augment_generator = context.generator("augment") if context.augment else None
+
+    @classmethod
+    def network_problem(cls, network: NetworkSpec) -> str | None:
+        """Why the approach cannot run on this body (`unsupported_networks`), or None if it can."""
+        reason = cls.unsupported_networks.get(network.kind)
+        if reason is None:
+            return None
+        return f"approach {cls.name} does not run on `network.kind` {network.kind}: {reason}"
+
+    @classmethod
+    def check_network(cls, network: NetworkSpec) -> None:
+        """SpecError (one line, with the reason) if the approach cannot run on this body."""
+        problem = cls.network_problem(network)
+        if problem is not None:
+            raise SpecError(problem)
 
     @classmethod
     def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
@@ -587,10 +617,26 @@ class Approach:
         without importing torch._dynamo. An approach may return any `torch.optim` optimiser instead."""
         return PlainSGD(self.trainable_parameters(stage), lr=lr)
 
+    def train_mode(self, stage: int) -> None:
+        """Put the network in training mode for an epoch of task `stage` (dropout on, batch norm on batch
+        statistics, updating its running ones); SGD-F keeps a frozen body's batch norm in eval mode."""
+        self.network.train()
+
+    def augment_images(self, images: torch.Tensor) -> torch.Tensor:
+        """A training batch's uint8 images (B, C, H, W) as the network sees them: randomly cropped and flipped from
+        the run's `augment` stream when `data.augment` is on (`clbench.data.augment`), else as they are."""
+        if self.augment_generator is None:
+            return images
+        return random_crop_and_flip(images, self.augment_generator)
+
+    def training_batch(self, data: LabelledData, indices: torch.Tensor | slice) -> Batch:
+        """The batch of a training step: augmented when `data.augment` is on, its `images` the stored ones."""
+        return data.batch(indices, self.augment_images if self.augment_generator is not None else None)
+
     def train_epoch(self, stage: int, epoch: int, data: LabelledData,
                     optimizer: StepOptimizer) -> tuple[float, int]:
         """One shuffled pass over `data`; returns (mean training loss, batches)."""
-        self.network.train()
+        self.train_mode(stage)
         order = torch.randperm(len(data), generator=self.batch_generator).to(data.images.device)
         chunks = order.split(self.training_protocol.batch_size)
         parameters = [p for group in optimizer.param_groups for p in group["params"]]
@@ -598,7 +644,7 @@ class Approach:
         for index, indices in enumerate(chunks):
             step = StepInfo(stage, epoch, index, len(chunks))
             with self.autocast():
-                loss = self.loss(data.batch(indices), step)
+                loss = self.loss(self.training_batch(data, indices), step)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.before_step(step)
@@ -677,15 +723,21 @@ class Approach:
         self.network.load_state_dict(snapshot)
 
     def state(self) -> dict[str, Any]:
-        """Everything a checkpoint needs to continue or evaluate: network, approach state, batch RNG."""
-        return {"network": self.snapshot(), "extra": self.extra_state(),
-                "batch_generator": self.batch_generator.get_state()}
+        """Everything a checkpoint needs to continue or evaluate: network (batch norm's running statistics
+        included), approach state, batch RNG, and the augmentation RNG when `data.augment` is on."""
+        state = {"network": self.snapshot(), "extra": self.extra_state(),
+                 "batch_generator": self.batch_generator.get_state()}
+        if self.augment_generator is not None:
+            state["augment_generator"] = self.augment_generator.get_state()
+        return state
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.network.load_state_dict(state["network"])
         self.load_extra_state(state.get("extra", {}))
         if "batch_generator" in state:
             self.batch_generator.set_state(state["batch_generator"])
+        if self.augment_generator is not None and "augment_generator" in state:
+            self.augment_generator.set_state(state["augment_generator"])
 
     @property
     def multihead(self) -> MultiHeadNet:

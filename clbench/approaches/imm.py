@@ -10,6 +10,10 @@ head keeps the weights its own task trained (earlier heads get no gradient after
 and L2-anchors every parameter, which averages the new head with its untrained copy (mean-IMM) and pulls it
 towards its initialisation; that is a quirk of its multi-head port, not the method. In the domain scenario the
 one head every task shares is merged and L2-anchored with the body (`named_shared_parameters`).
+
+Batch norm (resnet18): its scale and shift are parameters and are merged; its running statistics are buffers, not
+moments of the posterior the paper merges, and stay those of the last task's training (estimated with the unmerged
+weights).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ loss includes it with the same scale: lamb * batch_size * mean per-sample penalt
 Penultimate layer: the reference's LFL network has no dropout after its last fully-connected layer, so both
 the heads and the penalty see undropped activations. clbench does the same: LFL takes the body's output
 before its final dropout (`penultimate`), for the heads and the penalty, in training as in evaluation
-(where dropout is inactive anyway); earlier dropout layers act as usual.
+(where dropout is inactive anyway); earlier dropout layers act as usual. A body without a fully-connected layer
+(resnet18: global average pooling, no dropout) gives its output, which is then the penultimate layer itself.
 """
 
 from __future__ import annotations
@@ -27,17 +28,22 @@ from clbench.nets import MultiHeadNet
 from clbench.spec.fields import field
 
 
-def last_body_linear(network: MultiHeadNet) -> nn.Linear:
-    """The body's last fully-connected layer (the bodies end with Linear -> ReLU -> Dropout)."""
+def last_body_linear(network: MultiHeadNet) -> nn.Linear | None:
+    """The body's last fully-connected layer (the MLP and AlexNet end with Linear -> ReLU -> Dropout); None if the
+    body has none (resnet18 ends with global average pooling)."""
     head_ids = {id(module) for module in network.heads.modules()}
     layers = [m for m in network.modules() if isinstance(m, nn.Linear) and id(m) not in head_ids]
-    return layers[-1]
+    return layers[-1] if layers else None
 
 
 def penultimate(network: MultiHeadNet, inputs: torch.Tensor) -> torch.Tensor:
-    """The body's output before its final dropout: ReLU of the last body layer's output, (B, F)."""
+    """The body's output before its final dropout: ReLU of the last body layer's output, (B, F); a body without a
+    fully-connected layer: its output (resnet18's pooled features, which no dropout follows)."""
+    last = last_body_linear(network)
+    if last is None:
+        return network.features(inputs)  # (B, F)
     captured: list[torch.Tensor] = []
-    handle = last_body_linear(network).register_forward_hook(lambda module, args, output: captured.append(output))
+    handle = last.register_forward_hook(lambda module, args, output: captured.append(output))
     try:
         features = network.features(inputs)  # (B, F), after the final dropout
     finally:

@@ -109,9 +109,14 @@ def resolve(spec: BenchmarkSpec, method: str, check_grids: bool = True) -> Resol
     approach section is validated too (names against the registry, keys against each dataclass), so that a typo in
     a section of an approach that is not run, e.g. from `--grid`, is an error as well. So is every default grid
     (`grids:`): each key must be a key of its approach and each value valid for it, refused with the message
-    `--set` gives for that key and value, and no two values may be the same once read (`1000`, `1e3`).
+    `--set` gives for that key and value, and no two values may be the same once read (`1000`, `1e3`). A body the
+    approach cannot run on (`Approach.unsupported_networks`, e.g. hat on resnet18) is refused in one line.
     """
-    method = lookup(method).name
+    cls = lookup(method)
+    problem = cls.network_problem(spec.network)
+    if problem is not None:
+        raise SpecError(f"{origin_of('network.kind', spec.source, spec.origins)}: {problem}")
+    method = cls.name
     check_approach_sections(spec, approach_names())
     for other in spec.approaches:
         if other != method:

@@ -66,14 +66,19 @@ def task_fisher(network: nn.Module, parameters: Mapping[str, torch.Tensor], data
     it trains with).
 
     `train_mode` runs the network in training mode (dropout active) as the reference does; the network's
-    mode is restored afterwards.
+    mode is restored afterwards, and so are its buffers: in training mode batch norm (resnet18) normalises by each
+    batch and updates its running statistics, which the estimate must not leave changed in the model it measures.
     """
     was_training = network.training
+    buffers = {name: buffer.clone() for name, buffer in network.named_buffers()}
     network.train(train_mode)
     try:
         return diagonal_fisher(parameters, cross_entropy_batches(network, data, task, batch_size, seen))
     finally:
         network.train(was_training)
+        with torch.no_grad():
+            for name, buffer in network.named_buffers():
+                buffer.copy_(buffers[name])
 
 
 def running_average(new: Mapping[str, torch.Tensor], old: Mapping[str, torch.Tensor],

@@ -1,4 +1,9 @@
-"""SGD-F: after the first task, every parameter except the task heads is frozen."""
+"""SGD-F: after the first task, every parameter except the task heads is frozen.
+
+A frozen body includes its batch norm (resnet18): from the second task on, its batch-norm layers stay in eval mode
+while the new heads train, so their running statistics, like the weights, stay those of task 1 and the features
+task 1's head was trained on do not drift.
+"""
 
 from __future__ import annotations
 
@@ -19,3 +24,11 @@ class SGDFrozen(Approach):
         if stage == 0:
             return list(self.network.parameters())
         return list(self.multihead.heads[stage].parameters())
+
+    def train_mode(self, stage: int) -> None:
+        """Training mode; after task 1 the body's batch norm in eval mode (its running statistics frozen)."""
+        super().train_mode(stage)
+        if stage > 0:
+            for module in self.network.modules():
+                if isinstance(module, nn.modules.batchnorm._BatchNorm):
+                    module.eval()

@@ -47,15 +47,18 @@ def _head_sizes(spec: object) -> tuple[int, ...]:
 
 
 def parameter_counts(spec: object) -> dict[str, int]:
-    """Parameters of each registered approach's network on a benchmark (all heads/columns included)."""
+    """Parameters of each registered approach's network on a benchmark (all heads/columns included); an approach
+    that cannot run on the benchmark's body (hat on resnet18) is left out."""
     import torch
 
-    from clbench.approaches import ApproachContext, approach_names, resolve
+    from clbench.approaches import REGISTRY, ApproachContext, approach_names, resolve
     from clbench.data.tasks import input_shape_for
     from clbench.nets import parameter_count
 
     counts = {}
     for name in approach_names():
+        if REGISTRY[name].network_problem(spec.network) is not None:  # type: ignore[attr-defined]
+            continue
         resolved = resolve(spec, name)  # type: ignore[arg-type]
         context = ApproachContext(spec.network, resolved.training, input_shape_for(spec.data),  # type: ignore[attr-defined]
                                   _head_sizes(spec), torch.device("cpu"), 0)
@@ -68,6 +71,8 @@ def _parameter_table(specs: list) -> object:
 
     table = Table("approach", *[spec.name for spec in specs], title="Parameters")
     counts = {spec.name: parameter_counts(spec) for spec in specs}
-    for name in next(iter(counts.values()), {}):
-        table.add_row(name, *[f"{counts[spec.name][name]:,}" for spec in specs])
+    names = dict.fromkeys(name for per_spec in counts.values() for name in per_spec)
+    for name in sorted(names):
+        table.add_row(name, *[f"{counts[spec.name][name]:,}" if name in counts[spec.name] else "-"
+                              for spec in specs])
     return table

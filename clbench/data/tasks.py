@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from clbench.data.sources import PreparedDataset
 
 
+ImageAugmentation = Callable[[torch.Tensor], torch.Tensor]
+"""uint8 images (B, C, H, W) -> augmented uint8 images of the same shape (`clbench.data.augment`)."""
+
+
 @dataclass(frozen=True)
 class Batch:
     """One batch: normalised inputs, targets, and the task they belong to."""
@@ -119,15 +123,21 @@ class LabelledData:
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
-    def batch(self, indices: torch.Tensor | slice) -> Batch:
-        """The samples at `indices`: a slice (views) or a 1-D index tensor on the data's device (gathered)."""
+    def batch(self, indices: torch.Tensor | slice, augment: ImageAugmentation | None = None) -> Batch:
+        """The samples at `indices`: a slice (views) or a 1-D index tensor on the data's device (gathered).
+
+        `augment` (training batches, `data.augment`) changes the uint8 images before they are normalised; the batch's
+        `images` stay the stored ones (what a replay buffer keeps), its `inputs` are the augmented ones.
+        """
         images, labels = _take(self.images, indices), _take(self.labels, indices)
+        seen = images if augment is None else augment(images)  # (B, C, H, W) uint8
         if self.task >= 0:
-            cached = self.cache.inputs(self) if self.cache is not None and isinstance(indices, slice) else None
-            inputs = self.transform(images, self.task) if cached is None else cached[indices]
+            use_cache = self.cache is not None and augment is None and isinstance(indices, slice)
+            cached = self.cache.inputs(self) if use_cache else None  # type: ignore[union-attr]
+            inputs = self.transform(seen, self.task) if cached is None else cached[indices]
             return Batch(inputs, labels, self.task, images=images)
         task_ids = _take(self.task_ids, indices)
-        return Batch(self.transform(images, task_ids), labels, -1, task_ids, images)
+        return Batch(self.transform(seen, task_ids), labels, -1, task_ids, images)
 
     def batches(self, batch_size: int) -> list[slice]:
         """Contiguous slices covering the data in order (evaluation)."""

@@ -1,4 +1,5 @@
-"""Networks: the MLPs of the MNIST benchmarks and the AlexNet-like conv net, each with one head per task."""
+"""Networks: the MLPs of the MNIST benchmarks, the AlexNet-like conv net and the CIFAR ResNet-18, each with one head
+per task."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ from math import prod
 from clbench.nets.alexnet import AlexNet
 from clbench.nets.common import MultiHeadNet, parameter_count
 from clbench.nets.mlp import MLP
+from clbench.nets.resnet import ResNet18
 from clbench.spec import NetworkSpec
 
-__all__ = ["AlexNet", "MLP", "MultiHeadNet", "build_network", "parameter_count"]
+__all__ = ["AlexNet", "MLP", "MultiHeadNet", "ResNet18", "build_network", "parameter_count"]
 
 
 def build_network(spec: NetworkSpec, input_shape: Sequence[int], head_sizes: Sequence[int]) -> MultiHeadNet:
     """The body described by `spec` with one head per task (`head_sizes[t]` classes for task t)."""
     if spec.kind == "mlp":
         return MLP(prod(input_shape), spec.hidden, head_sizes, spec.input_dropout, spec.dropout)
+    if spec.kind == "resnet18":
+        return ResNet18(input_shape, head_sizes, spec.nf)
     return AlexNet(input_shape, head_sizes, spec.conv_channels, spec.conv_kernels, spec.conv_dropout,
                    spec.fc_units, spec.fc_dropout)

@@ -258,7 +258,8 @@ def timed_approach(spec: BenchmarkSpec, method: str, tasks: TaskSequence, head_s
     """The approach as the engine builds it (seeded), with the timing mixin and at most 2 epochs per task."""
     resolved = resolve(spec, method)
     training = replace(resolved.training, max_epochs=2)
-    context = ApproachContext(spec.network, training, tasks.input_shape, head_sizes, device, seed)
+    context = ApproachContext(spec.network, training, tasks.input_shape, head_sizes, device, seed,
+                              augment=spec.data.augment)
     timed_class = type(f"Timed{resolved.cls.__name__}", (TimedLoop, resolved.cls), {})
     seed_global_torch(seed)
     approach = timed_class(context, resolved.hyperparameters)
@@ -285,7 +286,9 @@ def time_epoch(approach: TimedLoop, tasks: TaskSequence, mode: str, batches: int
         approach.learn_task(0, sequence)
     except _EnoughEpochs:
         pass
-    train, valid = approach.timed_epochs[-1], approach.timed_validations[-1]
+    train = approach.timed_epochs[-1]
+    # no validation split (`data.validation_fraction: 0`, seq-mnist, cifar10-5): an epoch is its training pass
+    valid = approach.timed_validations[-1] if approach.timed_validations else Timed(0, 0.0, 0)
     if mode == "measure":
         return train.seconds + valid.seconds, epoch_batches
     valid_seconds = valid.seconds / max(1, valid.size) * len(full_valid)

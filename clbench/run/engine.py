@@ -322,7 +322,7 @@ def build_approach(plan: RunPlan, tasks: TaskSequence, device: torch.device) -> 
     """Seed the run (the one explicit global seeding) and build its approach and network."""
     seed_global_torch(plan.seed)
     context = ApproachContext(plan.spec.network, plan.approach.training, tasks.input_shape, tasks.head_sizes,
-                              device, plan.seed, plan.spec.data.scenario)
+                              device, plan.seed, plan.spec.data.scenario, plan.spec.data.augment)
     return plan.approach.cls(context, plan.approach.hyperparameters)
 
 

@@ -86,6 +86,9 @@ class DataSpec:
         None, doc="seeded, stratified subsample of each task's training set (quick runs); null = all", minimum=10)
     max_test_samples: int | None = field(
         None, doc="seeded, stratified subsample of each task's test set (quick runs); null = all", minimum=10)
+    augment: bool = field(False, doc="random crop (padding 4, zeros) and horizontal flip of every training batch and "
+                                     "replayed batch (Mammoth's seq-cifar10 TRANSFORM); image32 only; never on "
+                                     "validation or test", added=True)
     scenario: str = field("task", doc="task: the task id is given (one head per task, the paper's setting); "
                                       "class: no task id, one output over every class seen so far (FACIL's "
                                       "task-agnostic training: cross-entropy over the seen tasks' heads, or over "
@@ -95,12 +98,16 @@ class DataSpec:
                           choices=("task", "class", "domain"), added=True)
 
 
+IMAGE_NETWORKS = ("alexnet", "resnet18")  # the conv bodies: they need `data.form` image32
+
+
 @dataclass(frozen=True)
 class NetworkSpec:
     """The shared network body; every task gets its own linear head (multi-head, task id known)."""
 
-    kind: str = field(doc="mlp (MNIST benchmarks) or alexnet (the paper's AlexNet-like conv net)",
-                      choices=("mlp", "alexnet"))
+    kind: str = field(doc="mlp (MNIST benchmarks), alexnet (the paper's AlexNet-like conv net) or resnet18 (the "
+                          "CIFAR ResNet-18 of the replay papers: Mammoth's resnet18, GEM's reduced one)",
+                      choices=("mlp", "alexnet", "resnet18"))
     hidden: tuple[int, ...] = field((2048, 2048), doc="mlp: hidden layer sizes (paper pmnist: 100/500/2000 x2; "
                                                       "split MNIST: 800 x3)", minimum=1)
     input_dropout: float = field(0.0, doc="mlp: dropout on the input (EWC's large pmnist net: 0.2)",
@@ -113,6 +120,8 @@ class NetworkSpec:
     fc_units: tuple[int, ...] = field((2048, 2048), doc="alexnet: units per fully-connected layer", minimum=1)
     fc_dropout: float = field(0.5, doc="alexnet: dropout after each fully-connected layer",
                               minimum=0.0, maximum=0.95)
+    nf: int = field(64, doc="resnet18: channels of the first stage (then 2nf, 4nf, 8nf); Mammoth's resnet18: 64, GEM's "
+                            "reduced ResNet-18: 20", minimum=1, added=True)
 
 
 @dataclass(frozen=True)
@@ -355,8 +364,8 @@ def _validate(raw: dict[str, Any], source: str, origins: dict[str, str]) -> Benc
     if not isinstance(approaches, dict) or not all(isinstance(v, dict) for v in approaches.values()):
         raise SpecError(f"{source}: `approaches` must map approach names to mappings of hyper-parameters")
     network = build(NetworkSpec, raw["network"], where="network", source=source, origins=origins)
-    if network.kind == "alexnet" and data.form != "image32":
-        raise SpecError(f"{source}: `network.kind` alexnet needs `data.form` image32 (3x32x32 images), not "
+    if network.kind in IMAGE_NETWORKS and data.form != "image32":
+        raise SpecError(f"{source}: `network.kind` {network.kind} needs `data.form` image32 (3x32x32 images), not "
                         f"{data.form}; use `network.kind: mlp` for {data.form}")
     return BenchmarkSpec(
         name=check_name(raw["name"], f"{source}: `name`"),
@@ -492,6 +501,9 @@ def _check_data(data: DataSpec, source: str, own_datasets: tuple[str, ...] = (),
         _check_domain_classes(data, origin_of("data.scenario", source, origins or {}))
     if data.form == "mnist28" and not set(data.datasets) <= {"mnist", "fashion-mnist", *own_datasets}:
         raise SpecError(f"{source}: `data.form` mnist28 is only for mnist, fashion-mnist and a spec's own data sets")
+    if data.augment and data.form != "image32":
+        raise SpecError(f"{origin_of('data.augment', source, origins or {})}: `data.augment` is the random crop and "
+                        f"flip of 3x32x32 images (data.form image32); it is not defined for data.form {data.form}")
 
 
 def domain_class_problem(class_counts: Sequence[int], names: Sequence[str]) -> str | None:

@@ -78,3 +78,14 @@ def test_bad_options_exit_with_usage_error(spec_file: Path, tmp_path: Path, bad:
     result = invoke(spec_file, tmp_path / "results", *bad)
     assert result.exit_code == 2
     assert not (tmp_path / "results" / "_bench").exists()
+
+
+def test_a_spec_without_validation_split_times_the_training_pass(spec_file: Path, tmp_path: Path) -> None:
+    """seq-mnist, cifar10-5: no validation split, no early stopping; the epoch is its training pass alone."""
+    results = tmp_path / "results"
+    result = invoke(spec_file, results, "-m", "sgd", "--set", "data.validation_fraction=0", "--set",
+                    "training.early_stopping=false")
+    assert result.exit_code == 0, result.output
+    [path] = stored(results)
+    frame = pd.read_parquet(path)
+    assert list(frame["method"]) == ["sgd"] and frame["epoch_seconds"].gt(0).all()

@@ -42,6 +42,8 @@ def assert_same_resolved_spec(original: str, copy: Path, overrides: list[str]) -
     ("pmnist", ["variant=large"]),
     ("mixture8", []),
     ("cifar-incremental", []),
+    ("cifar10-5", []),
+    ("cifar10-5", ["variant=buffer-5120", "network.nf=20"]),
     ("mnist2", ["hat.smax=25", "training.max_epochs=3", "data.max_train_samples=500"]),
     ("seq-mnist", []),
     ("seq-mnist", ["variant=buffer-5120"]),

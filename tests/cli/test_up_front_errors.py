@@ -41,6 +41,26 @@ def test_alexnet_with_mnist28_is_refused(tmp_path: Path) -> None:
     assert "`network.kind` alexnet needs `data.form` image32 (3x32x32 images), not mnist28" in output
 
 
+@pytest.mark.parametrize("method", ["hat", "packnet", "pathnet", "pnn"])
+def test_an_approach_that_cannot_run_on_resnet18_is_refused_with_its_reason(method: str, tmp_path: Path) -> None:
+    from clbench.approaches import REGISTRY
+
+    code, output = invoke("train", "cifar10-5", "-m", f"sgd,{method}", "--results", str(tmp_path / "r"),
+                          *offline(tmp_path))
+    assert code == 2, output
+    reason = " ".join(REGISTRY[method].unsupported_networks["resnet18"].split())
+    assert f"cifar10-5.yaml: approach {method} does not run on `network.kind` resnet18: {reason}" in output
+    assert not (tmp_path / "r").exists() or not list((tmp_path / "r").rglob("run.json"))
+
+
+def test_augment_with_flattened_mnist_is_refused(tmp_path: Path) -> None:
+    code, output = invoke("train", "mnist2", "-m", "sgd", "--set", "data.augment=true", "--results",
+                          str(tmp_path / "r"), *offline(tmp_path))
+    assert code == 2, output
+    assert ("--set data.augment=true: `data.augment` is the random crop and flip of 3x32x32 images (data.form "
+            "image32); it is not defined for data.form mnist28") in output
+
+
 @pytest.mark.parametrize("command", ["train", "fetch"])
 def test_a_block_size_that_does_not_divide_a_custom_data_set_is_refused(command: str, tmp_path: Path) -> None:
     write_npz(tmp_path / "arrays.npz", x_train=constant_images([10, 20, 30] * 2), y_train=np.array([0, 1, 2] * 2),

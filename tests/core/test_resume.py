@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import torch
 from stopping import Stop, StopInTask2, same_numbers
-from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
+from synthetic import TINY_TRAINING, synthetic_loader, tiny_resnet_spec, tiny_spec
 from typer.testing import CliRunner
 
 from clbench.approaches import REGISTRY
@@ -69,6 +69,15 @@ def test_every_approach_resumes_with_the_uninterrupted_numbers(method: str, tmp_
     info = read_run_file(plan.run_dir)
     assert info["status"] == "complete" and info["resumed_after_stage"] == resumed.resumed_after_stage
     assert info["previous_status"] == "failed"
+
+
+def test_resume_restores_batch_norm_statistics_and_the_augment_stream(tmp_path: Path) -> None:
+    """ResNet-18 (running statistics in the checkpointed state) with cropped and flipped training and replayed
+    batches."""
+    spec = tiny_resnet_spec(nf=4, augment=True, training=replace(TINY_TRAINING, max_epochs=3))
+    reference = run(tmp_path / "reference", "er", spec)
+    stop_in_task_2(tmp_path / "stopped", "er", spec)
+    assert same_numbers(reference.rows, run(tmp_path / "stopped", "er", spec).rows)
 
 
 def test_resume_restores_the_random_streams_of_the_conv_net(tmp_path: Path) -> None:

@@ -30,6 +30,10 @@ mixture-8 at a time, e.g. MNIST:
 "Compressed A^1" is hat's stage-1 test accuracy, "raw A^1" sgd's, and the size kept is the stage-1
 `hat_capacity` row with mask ``cumulative`` and layer ``total`` (column `fraction`: weights kept / body
 weights, heads excluded). Stage 1 of any full run is the same experiment for the first task of its sequence.
+
+Bodies: the MLP and the AlexNet-like net, whose units the paper gates. `network.kind` resnet18 is refused
+(`unsupported_networks`): its residual connections and batch norm (a scale, a shift and running statistics shared
+by every task, which no unit mask protects) are outside the paper's definition, and no gated ResNet is written.
 """
 
 from __future__ import annotations
@@ -75,6 +79,10 @@ class Hat(Approach):
     monitoring_reporter = "clbench.approaches.hat.report:HatReporter"
     summary = "hard attention to the task (Serra et al. 2018)"
     needs_task_id = True  # its prediction uses the task's attention masks: task-aware evaluation only
+    unsupported_networks = {"resnet18": "HAT's masks gate the units of the MLP and the AlexNet-like net (Serra et "
+                                        "al. 2018, Sec. 2.2); a ResNet's batch norm (scale, shift, running statistics "
+                                        "shared by every task) and residual connections are not masked, and no gated "
+                                        "ResNet is implemented"}
     hyperparameters_class = HatHyperparameters
     hparams: HatHyperparameters
     network: GatedNet

@@ -12,6 +12,11 @@ Prunable: every weight tensor of the shared body (conv kernels, fc matrices). Bi
 task only and frozen afterwards (PackNet shares biases after task 1). Heads are per task and unmasked, trained at
 their own task only.
 
+Bodies: the MLP and the AlexNet-like net. `network.kind` resnet18 is refused (`unsupported_networks`): a task's
+mask keeps its outputs fixed only if everything else it uses is frozen, and batch norm's running statistics are
+shared by every task and re-estimated while later tasks train (with their weights in place); per-task batch norm
+is not implemented.
+
 Monitoring: `packnet_capacity` after each task: per task u <= t (task 0: the weights still free) and layer
 (plus `total`), the weights it owns, the layer's weights and their fraction.
 """
@@ -67,6 +72,9 @@ class PackNet(Approach):
     name = "packnet"
     summary = "iterative pruning, one weight subset per task (Mallya & Lazebnik 2018)"
     needs_task_id = True  # its prediction uses the task's weight mask: task-aware evaluation only
+    unsupported_networks = {"resnet18": "batch norm's running statistics are shared by every task and re-estimated "
+                                        "while later tasks train, so an earlier task's weight mask no longer keeps "
+                                        "its outputs fixed; per-task batch norm is not implemented"}
     monitoring_reporter = "clbench.approaches.packnet.report:PackNetReporter"
     hyperparameters_class = PackNetHyperparameters
     hparams: PackNetHyperparameters

@@ -30,6 +30,9 @@ tests/test_pathnet.py checks them):
 - pmnist small, MLP 784-100-100, ten 10-class heads: 98,700 -> 98,736 (+0.04%), modules (7, 47)
   (one multiplier for all layers gives 89,616 or 102,532; `match_widths` then widens the last layer alone)
 
+Bodies: the MLP and the AlexNet-like net, whose layers become modules (`network.body_plan`). `network.kind`
+resnet18 is refused (`unsupported_networks`): residual blocks with batch norm have no module plan here.
+
 Choices where the paper and the reference differ: fitness is the validation loss (the reference; the paper
 uses the classification accuracy seen during training), the protocol's early-stopping criterion; a candidate's
 lr decay takes effect at once (the reference applies it only from the next generation); mutation may repeat a
@@ -138,6 +141,8 @@ class PathNetApproach(Approach):
     name = "pathnet"
     summary = "PathNet: evolved paths through M modules per layer, earlier paths frozen (Fernando et al. 2017)"
     needs_task_id = True  # its prediction uses the task's path: task-aware evaluation only
+    unsupported_networks = {"resnet18": "PathNet's modules are the layers of the MLP or the AlexNet-like net "
+                                        "(network.body_plan); residual blocks with batch norm have no module plan"}
     predicts_unlearned_tasks = False  # an unlearned task has no path: no stage-0 or u > t rows
     hyperparameters_class = PathNetHyperparameters
     hparams: PathNetHyperparameters

@@ -12,6 +12,10 @@ Achieved parameter counts (base -> PNN; tests/test_pnn.py checks them):
 - pmnist small, MLP 784-100-100, ten 10-class heads: 98,700 -> 97,902 (-0.81%), columns (10, 14)
   (one multiplier for all layers gives 91,950 or 102,316; `match_widths` then widens the last layer alone)
 
+Bodies: the MLP and the AlexNet-like net, whose layers the columns and adapters are built from
+(`pathnet.network.body_plan`). `network.kind` resnet18 is refused (`unsupported_networks`): no ResNet column with
+lateral adapters is implemented.
+
 Differences from the reference (joansj/hat), following the paper: the head's adapter has the same
 non-linearity as the others (the reference's has none), and the adapter scalars alpha start at small random
 values U(0, 0.1) ("initialized by a random small value"; the reference drew them from N(0, 1)).
@@ -55,6 +59,9 @@ class ProgressiveNetworks(Approach):
     name = "pnn"
     summary = "progressive networks: a new column per task with lateral adapters, older columns frozen"
     needs_task_id = True  # its prediction uses the task's column: task-aware evaluation only
+    unsupported_networks = {"resnet18": "PNN's columns and lateral adapters are built from the layers of the MLP or "
+                                        "the AlexNet-like net (body_plan); no ResNet column with adapters is "
+                                        "implemented"}
     hyperparameters_class = PNNHyperparameters
 
     def build_network(self) -> nn.Module:

@@ -3,8 +3,11 @@
 The memory holds uint8 images, labels (class within its task) and task ids on the device, like the task data;
 a replayed batch is normalised by the tasks' own input transform and mixes tasks (`Batch.task_ids`), so its loss
 is `Approach.scenario_cross_entropy`: each sample on its own head in the task scenario, over every class seen so
-far in the class scenario. The memory and its random stream are in the checkpoints, so a resumed run draws the
-same samples. Its size is reported with every row (`memory_usage`).
+far in the class scenario. With `data.augment` the memory keeps the images as stored (a training batch's
+`Batch.images`, never its augmented inputs) and a replayed batch is augmented afresh each time it is drawn, as
+Mammoth's buffer returns its samples through the training transform (aimagelab/mammoth@e75a491, utils/buffer.py
+`get_data(size, transform=...)`; its models store `not_aug_inputs`). The memory and its random stream are in the
+checkpoints, so a resumed run draws the same samples. Its size is reported with every row (`memory_usage`).
 """
 
 from __future__ import annotations
@@ -46,18 +49,20 @@ class ReplayApproach(Approach):
     def begin_task(self, stage: int, tasks: TaskSequence) -> None:
         self.transform = tasks[stage].train.transform
 
-    def as_batch(self, memory: Memory) -> Batch:
-        """Memory samples as a normalised batch of mixed tasks."""
+    def as_batch(self, memory: Memory, augment: bool = False) -> Batch:
+        """Memory samples as a normalised batch of mixed tasks; with `augment`, a training batch (augmented when
+        `data.augment` is on; its `images` stay the stored ones)."""
         assert self.transform is not None, "begin_task sets the input transform"
         data = LabelledData(memory.images, memory.labels, memory.task_ids, self.transform, -1)
-        return data.batch(slice(None))
+        return self.training_batch(data, slice(None)) if augment else data.batch(slice(None))
 
     def replayed(self) -> tuple[Batch, Memory] | None:
-        """`replay_batch_size` samples drawn from the memory (None while it is empty)."""
+        """`replay_batch_size` samples drawn from the memory for a training step, augmented when `data.augment` is
+        on (None while the memory is empty)."""
         if len(self.buffer) == 0:
             return None
         memory = self.buffer.sample(self.hparams.replay_batch_size, self.replay_generator)
-        return self.as_batch(memory), memory
+        return self.as_batch(memory, augment=True), memory
 
     @staticmethod
     def task_ids(batch: Batch) -> torch.Tensor:
