@@ -74,9 +74,11 @@ class MultiHeadNet(nn.Module):
     def all_heads(self, features: torch.Tensor) -> torch.Tensor:
         """Every head on `features` as one linear map (the heads' weights and biases side by side): (B, every class).
         The same values as concatenating each head's output, up to float rounding (one matrix product)."""
-        weight = torch.cat([head.weight for head in self.heads])  # (every class, F)
-        bias = torch.cat([head.bias for head in self.heads])  # (every class,)
-        return nn.functional.linear(features, weight, bias)
+        return nn.functional.linear(features, *self.stacked_heads())
+
+    def stacked_heads(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(weight (every class, F), bias (every class,)): every head's weights and biases side by side."""
+        return torch.cat([head.weight for head in self.heads]), torch.cat([head.bias for head in self.heads])
 
     def class_offset(self, task: int) -> int:
         """Where task `task`'s classes start in the output over every class (`forward(..., seen=True)`)."""

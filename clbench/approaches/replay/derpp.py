@@ -16,6 +16,7 @@ clbench's default (`seen`) DER++ loses about six points of class-IL accuracy on 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -51,8 +52,9 @@ class DERPlusPlus(ReplayApproach):
         return self.seen_logits(self.multihead.features(inputs), len(self.context.head_sizes))
 
     def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
+        every_output = self.every_output_map()
         features = self.multihead.features(batch.inputs)
-        every = self.seen_logits(features, len(self.context.head_sizes))  # (B, every class): stored after the step
+        every = every_output(features)  # (B, every class): stored after the step
         if self.loss_over_every_output:  # class_loss all: the loss is over these same logits
             loss = functional.cross_entropy(every, self.class_targets(batch))
         else:
@@ -63,9 +65,22 @@ class DERPlusPlus(ReplayApproach):
             return loss
         batch_1, memory_1 = first
         assert memory_1.logits is not None
-        loss = loss + self.hparams.alpha * logit_matching_loss(self.all_logits(batch_1.inputs), memory_1.logits)
+        current = every_output(self.multihead.features(batch_1.inputs))
+        loss = loss + self.hparams.alpha * logit_matching_loss(current, memory_1.logits)
         second = self.replayed()
         assert second is not None
         batch_2 = second[0]
-        return loss + self.hparams.beta * self.scenario_cross_entropy(
-            self.multihead.features(batch_2.inputs), batch_2, step.stage)[0]
+        features_2 = self.multihead.features(batch_2.inputs)
+        if self.loss_over_every_output:
+            return loss + self.hparams.beta * functional.cross_entropy(every_output(features_2),
+                                                                       self.class_targets(batch_2))
+        return loss + self.hparams.beta * self.scenario_cross_entropy(features_2, batch_2, step.stage)[0]
+
+    def every_output_map(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """features -> every head's logits side by side, for one step's three forward passes: with class_loss
+        all one linear map whose weights are put side by side once per step (the same values as `all_heads`),
+        else `seen_logits` over every task."""
+        if not self.loss_over_every_output:
+            return lambda features: self.seen_logits(features, len(self.context.head_sizes))
+        weight, bias = self.multihead.stacked_heads()
+        return lambda features: functional.linear(features, weight, bias)
