@@ -1,10 +1,12 @@
 """What the CLI tests share: tiny training options, a spec over its own npz data set, rich's wrapped output as
-one line, and a registry that forgets the plugins a command loaded."""
+one line, a registry that forgets the plugins a command loaded, and a command run as a new process would run it,
+without data."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 TINY = ["--set", "training.max_epochs=1", "--set", "training.batch_size=4", "--device", "cpu"]
 NPZ_SPEC = """\
@@ -34,3 +36,19 @@ def kept_registry() -> Iterator[None]:
         REGISTRY.update(registry)
         ORIGINS.clear()
         ORIGINS.update(origins)
+
+
+def invoke_fresh(*arguments: str) -> tuple[int, str]:
+    """A command in a fresh registry (as a new process would have), its exit code and one-line output."""
+    from typer.testing import CliRunner
+
+    from clbench.cli import app
+
+    with kept_registry():
+        result = CliRunner().invoke(app, list(arguments))
+    return result.exit_code, flat(result.output)
+
+
+def offline(tmp_path: Path) -> list[str]:
+    """No data and no mirror: a command that got past its checks fails fast on the missing data."""
+    return ["--data-dir", str(tmp_path / "data"), "--mirror", str(tmp_path / "no-mirror")]

@@ -5,25 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from clihelpers import kept_registry
-from typer.testing import CliRunner
+from clihelpers import invoke_fresh
+from clihelpers import offline as offline_data
 
-from clbench.cli import app
-
-runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("restored_registry")
 
 
-def invoke(*arguments: str) -> tuple[int, str]:
-    with kept_registry():
-        result = runner.invoke(app, list(arguments))
-    return result.exit_code, " ".join(result.output.split())
+invoke = invoke_fresh
 
 
 def offline(tmp_path: Path) -> list[str]:
-    """No data and no mirror: a command that got past its checks would fail on the missing data."""
-    return ["--data-dir", str(tmp_path / "data"), "--mirror", str(tmp_path / "no-mirror"), "--results",
-            str(tmp_path / "r")]
+    """No data, no mirror, results in `tmp_path`: a command that got past its checks would fail on the data."""
+    return [*offline_data(tmp_path), "--results", str(tmp_path / "r")]
 
 
 @pytest.mark.parametrize(("method", "expected"), [

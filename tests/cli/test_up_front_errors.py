@@ -7,31 +7,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clihelpers import NPZ_SPEC, TINY, kept_registry
-from typer.testing import CliRunner
-
-from clbench.cli import app
+from clihelpers import NPZ_SPEC, TINY, invoke_fresh, offline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))  # the custom-data tests' file builders
 from test_custom import constant_images, write_npz  # noqa: E402
 
-runner = CliRunner()
 PLUGIN = "import clbench.api as cl\n\n\nclass Mine(cl.Approach):\n    name = 'my-code'\n"
 
 
 pytestmark = pytest.mark.usefixtures("restored_registry")
 
 
-def invoke(*arguments: str) -> tuple[int, str]:
-    """A command in a fresh registry (as a new process would have), its exit code and one-line output."""
-    with kept_registry():
-        result = runner.invoke(app, list(arguments))
-    return result.exit_code, " ".join(result.output.split())
-
-
-def offline(tmp_path: Path) -> list[str]:
-    """No data and no mirror: a command that got past its checks fails fast on the missing data."""
-    return ["--data-dir", str(tmp_path / "data"), "--mirror", str(tmp_path / "no-mirror")]
+invoke = invoke_fresh
 
 
 def test_alexnet_with_mnist28_is_refused(tmp_path: Path) -> None:
