@@ -16,14 +16,16 @@ labelled by what differs between them. Incomplete runs, partial matrices and mis
 averaged silently: they are listed in the notes with the command that fixes them.
 
 One module per job: `loading` (results folders, Parquet reads, schema checks, labels), `statistics` (Cell,
-summarize, Student-t, per-run forgetting-ratio values against matched references), `tables` (Table objects),
-`render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters), `formatting` (`Table` and
-number formats); every public name of these is re-exported here. `figures` (matplotlib, `--plot`) and
+summarize, Student-t, per-run forgetting-ratio values against matched references), `tables` (the per-stage table),
+`summary` and `timing` (the --summary and --time tables), `notes` (what was left out and why), `cells` (how a
+cell is written), `render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters), `formatting`
+(`Table` and number formats); every public name of these is re-exported here. `figures` (matplotlib, `--plot`) and
 `paper_results` (the paper's published numbers, `--paper`) are imported where they are used.
 """
 
 from __future__ import annotations
 
+from clbench.report.cells import format_cell, format_parameters, format_value
 from clbench.report.formatting import Table, format_seeds, plain
 from clbench.report.loading import (
     IDENTITY,
@@ -46,6 +48,7 @@ from clbench.report.monitoring import (
     monitoring_table_notes,
     reporter_string,
 )
+from clbench.report.notes import complete_runs, incomplete_notes, seed_coverage_notes
 from clbench.report.render import (
     FORMATS,
     LATEX_SPECIALS,
@@ -68,28 +71,9 @@ from clbench.report.statistics import (
     student_t_two_sided,
     summarize,
 )
-from clbench.report.tables import (
-    Report,
-    Summary,
-    SummaryRow,
-    TimeReport,
-    TimeRow,
-    build_report,
-    build_summary,
-    build_time_report,
-    complete_runs,
-    format_cell,
-    format_parameters,
-    format_value,
-    header,
-    incomplete_notes,
-    latest_bench,
-    report_table,
-    seed_coverage_notes,
-    summary_table,
-    table_rows,
-    time_table,
-)
+from clbench.report.summary import Summary, SummaryRow, build_summary, summary_table
+from clbench.report.tables import Report, build_report, header, report_table, table_rows
+from clbench.report.timing import TimeReport, TimeRow, build_time_report, latest_bench, time_table
 from clbench.results import BENCH_COLUMNS, BENCH_FOLDER
 
 __all__ = [

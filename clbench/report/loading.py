@@ -40,7 +40,7 @@ DOMAIN = "domain"
 """The domain scenario (`data.scenario: domain`): one head shared by every task and no task id, so a run's task-aware
 and task-agnostic accuracies are one number. The engine stores it once, as task-aware rows; `load_results` gives a
 domain run's rows the evaluation asked for, so it is shown (and matched with its domain references) under either
-`--evaluation`, and the tables say so in a note (`clbench.report.tables.scenario_notes`)."""
+`--evaluation`, and the tables say so in a note (`clbench.report.notes.scenario_notes`)."""
 
 
 

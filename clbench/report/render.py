@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from clbench.errors import ResultsError
+from clbench.report.formatting import Table
 from clbench.report.statistics import Cell
-from clbench.report.tables import Report, Summary, Table, TimeReport, report_table
+from clbench.report.summary import Summary
+from clbench.report.tables import Report, report_table
+from clbench.report.timing import TimeReport
 
 if TYPE_CHECKING:
     pass

@@ -63,7 +63,7 @@ def test_bench_writes_parquet_with_exactly_the_columns(tiny_run, tmp_path: Path)
     assert frame[["forward_ms", "forward_backward_ms", "epoch_seconds", "peak_memory_mb"]].gt(0).all().all()
     assert write_bench(tiny_run, tmp_path) != path  # same second: a new file, never an overwrite
     assert b"clbench" in pq.read_schema(path).metadata
-    from clbench.report.tables import latest_bench
+    from clbench.report.timing import latest_bench
 
     # the time table reads the bench files with every column they have, and an empty folder with the same ones
     assert list(latest_bench(tmp_path, "tiny").columns) == list(frame.columns)

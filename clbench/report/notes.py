@@ -1,0 +1,121 @@
+"""The notes under every table: what the numbers are measured on (scenario, split, training loss), which runs
+were left out and why (incomplete, damaged, missing seeds), with the command that fixes each."""
+
+from __future__ import annotations
+
+from clbench import metrics
+from clbench.report.formatting import format_seeds
+from clbench.report.loading import DOMAIN, REFERENCES, Results
+from clbench.results import TEST
+
+
+def scenario_notes(results: Results) -> list[str]:
+    """A note saying that the domain scenario's runs have one evaluation, when the benchmark has any (`DOMAIN`)."""
+    domain = [run for run in results.info.values() if run.get("scenario") == DOMAIN]
+    if not domain:
+        return []
+    which = "every run" if len(domain) == len(results.info) else f"{len(domain)} of {len(results.info)} runs"
+    return [f"scenario domain ({which}): one head shared by every task and no task id, so task-aware and "
+            f"task-agnostic accuracy are one number, stored once and shown under either --evaluation"]
+
+
+def class_loss_notes(results: Results) -> list[str]:
+    """A note when class-scenario runs of both `training.class_loss` values are shown together (their numbers
+    come from two protocols: the cross-entropy over the classes seen so far, or over every output), naming which
+    approach's runs used which."""
+    runs = results.runs
+    if runs.empty or "class_loss" not in runs:
+        return []
+    chosen = runs[runs["scenario"] == "class"]
+    losses = {loss: sorted(set(group["label"])) for loss, group in chosen.groupby("class_loss")}
+    if len(losses) < 2:
+        return []
+    named = "; ".join(f"{loss} ({CLASS_LOSS_WORDS.get(str(loss), loss)}): {', '.join(labels)}"
+                      for loss, labels in sorted(losses.items()))
+    return [f"class-scenario runs of two training losses are shown together (training.class_loss): {named}; "
+            f"compare runs of one loss, e.g. re-run the others with --set training.class_loss=..."]
+
+
+CLASS_LOSS_WORDS = {"seen": "cross-entropy over the classes seen so far",
+                    "all": "cross-entropy over every output"}
+
+
+def split_notes(results: Results) -> list[str]:
+    """A note saying which data the numbers are measured on, when it is not the test sets (`--split`)."""
+    if results.split == TEST:
+        return []
+    return [f"split: {results.split} (each task's validation split, held out of its training data by the protocol; "
+            f"not the test set)"]
+
+
+def incomplete_notes(results: Results) -> list[str]:
+    """A note naming the seeds `--seeds` asked for that no run has, and one per run that started but has no
+    accuracy file, with the command that re-runs it."""
+    notes = seed_filter_notes(results)
+    for run in results.incomplete:
+        reason = f" ({run['error']})" if run.get("error") else ""
+        notes.append(f"left out {run['run_id']}: {run['status']}{reason}; re-run `clbench train "
+                     f"{results.command_name} -m {run['method']} --seeds {run['seed']}` (with the same --set options)")
+    return notes + damaged_notes(results)
+
+
+def damaged_notes(results: Results) -> list[str]:
+    """One note per run left out because a file of it is damaged, naming the file and the command that re-runs
+    it (from its last readable checkpoint)."""
+    notes = []
+    for folder, problem in results.damaged:
+        method, seed = folder.parent.parent.name, folder.name.removeprefix("seed-")
+        notes.append(f"left out {results.benchmark}/{method}/{folder.parent.name}/{folder.name}: {problem}; "
+                     f"`clbench train {results.command_name} -m {method} --seeds {seed}` (with the same --set "
+                     f"options) re-runs it from its last readable checkpoint")
+    return notes
+
+
+def seed_filter_notes(results: Results) -> list[str]:
+    """`--seeds 1,9: no run of mnist2 has seed 9 ...` when the filter names seeds that no run has."""
+    missing = results.missing_seeds
+    if not missing or results.seed_filter is None:
+        return []
+    there = format_seeds(results.seeds_present) if results.seeds_present else "none"
+    return [f"--seeds {format_seeds(results.seed_filter)}: no run of {results.benchmark} has "
+            f"{_plural(len(missing), 'seed')} {format_seeds(missing)} in {results.results_dir} (seeds there: {there})"]
+
+
+def complete_runs(results: Results, notes: list[str]) -> list[str]:
+    """The run ids whose accuracy matrix is complete; a note for each of the others."""
+    complete = []
+    for run_id, matrix in results.matrices.items():
+        if metrics.is_complete_matrix(matrix):
+            complete.append(run_id)
+        else:
+            notes.append(f"left out {run_id}: its accuracy matrix is incomplete (a stage or task is missing)")
+    return complete
+
+
+def seed_coverage_notes(seeds: dict[str, list[int]]) -> list[str]:
+    """A note naming the rows that lack seeds other rows have (their means are over different task orders)."""
+    every = sorted({seed for values in seeds.values() for seed in values})
+    lacking = {label: sorted(set(every) - set(values)) for label, values in seeds.items()}
+    lacking = {label: missing for label, missing in lacking.items() if missing}
+    if not lacking:
+        return []
+    if len(lacking) > 10:
+        return [f"{len(lacking)} rows lack seeds that other rows have (see the seeds column)"]
+    parts = "; ".join(f"{label} lacks {_plural(len(m), 'seed')} {format_seeds(m)}"
+                      for label, m in sorted(lacking.items()))
+    return [f"not every row has the same seeds: {parts}"]
+
+
+def _plural(count: int, word: str) -> str:
+    return word if count == 1 else word + "s"
+
+
+def unmeasured_labels(results: Results, include_references: bool, shown: set[str]) -> dict[str, str]:
+    """Label -> why its runs have no number in the chosen evaluation ("needs the task id", or stored before
+    task-agnostic evaluation), for the labels with no row in the table: shown as text, never as a number."""
+    found: dict[str, str] = {}
+    for run_id, run in results.info.items():
+        reason = results.unmeasured(run_id)
+        if reason and run["label"] not in shown and (include_references or run["method"] not in REFERENCES):
+            found.setdefault(run["label"], reason)
+    return dict(sorted(found.items()))

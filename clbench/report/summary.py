@@ -1,0 +1,117 @@
+"""The summary table of `clbench report --summary`: after the last task T, A^{<=T}, backward transfer,
+max-previous forgetting, learning accuracy, FWT, intransigence, memory and the parameter count (the paper's
+permuted / split MNIST tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from clbench import metrics
+from clbench.report.cells import format_cell, format_memory, format_parameters, sort_value
+from clbench.report.formatting import Table
+from clbench.report.loading import REFERENCES, Results
+from clbench.report.notes import (
+    class_loss_notes,
+    complete_runs,
+    incomplete_notes,
+    scenario_notes,
+    seed_coverage_notes,
+    split_notes,
+    unmeasured_labels,
+)
+from clbench.report.statistics import Cell, run_values, summarize
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One approach after the last task: A^{<=T}, backward transfer, max-previous forgetting (fractions)."""
+
+    label: str
+    parameters: int | None
+    accuracy: Cell
+    backward_transfer: Cell
+    forgetting: Cell
+    seeds: list[int]
+    learning_accuracy: Cell = Cell(float("nan"), float("nan"), 0)
+    forward_transfer: Cell = Cell(float("nan"), float("nan"), 0)  # empty without stage-0 rows
+    intransigence: Cell = Cell(float("nan"), float("nan"), 0)  # empty without a matching joint reference
+    memory_bytes: Cell = Cell(float("nan"), float("nan"), 0)  # extra memory after the last task (schema 2)
+
+
+@dataclass
+class Summary:
+    """The paper's permuted / split MNIST table, plus BWT and forgetting: one row per approach."""
+
+    benchmark: str
+    stages: int
+    rows: list[SummaryRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    unmeasured: dict[str, str] = field(default_factory=dict)  # label -> why no number ("needs the task id")
+
+
+def build_summary(results: Results, include_references: bool = True) -> Summary:
+    """A^{<=T}, BWT and max-previous forgetting per approach (mean over seeds), with `parameters` from run.json."""
+    summary = Summary(results.benchmark, int(results.frame["stage"].max()) if not results.frame.empty else 0)
+    summary.notes += (scenario_notes(results) + split_notes(results) + incomplete_notes(results)
+                      + class_loss_notes(results))
+    per_label: dict[str, list[str]] = {}
+    quiet: list[str] = []  # why a run has no FWT or I: said by `--metric fwt` / `--metric intransigence`
+    transfer = run_values(results, "fwt", quiet, True)
+    intransigence = run_values(results, "intransigence", quiet, True)
+    memory = last_memory_bytes(results)
+    for run_id in complete_runs(results, summary.notes):
+        run = results.info[run_id]
+        if run["method"] not in REFERENCES or include_references:
+            per_label.setdefault(run["label"], []).append(run_id)
+    for label, run_ids in per_label.items():
+        matrices = [results.matrices[run_id] for run_id in run_ids]
+        summary.rows.append(SummaryRow(
+            label, _parameter_count(results, run_ids, summary.notes),
+            summarize(metrics.average_accuracy(m)[-1] for m in matrices),
+            summarize(metrics.backward_transfer(m) for m in matrices),
+            summarize(metrics.max_previous_forgetting(m) for m in matrices),
+            sorted(int(results.info[run_id]["seed"]) for run_id in run_ids),
+            summarize(metrics.learning_accuracy(m)[-1] for m in matrices),
+            summarize(transfer[run_id][-1] for run_id in run_ids if run_id in transfer),
+            summarize(intransigence[run_id][-1] for run_id in run_ids if run_id in intransigence),
+            summarize(memory[run_id] for run_id in run_ids if run_id in memory)))
+        if len({m.shape[0] for m in matrices}) > 1:
+            summary.notes.append(f"{label}: runs have different numbers of tasks; A^<=T is each run's last stage")
+    summary.rows.sort(key=lambda row: (sort_value(row.accuracy), row.label))
+    summary.notes += seed_coverage_notes({row.label: row.seeds for row in summary.rows})
+    summary.unmeasured = unmeasured_labels(results, include_references, set(per_label))
+    return summary
+
+
+def last_memory_bytes(results: Results) -> dict[str, float]:
+    """Run id -> the bytes it kept besides its network after its last task (`memory_bytes`; none in schema 1)."""
+    rows = results.rows if results.rows is not None else results.frame
+    last = rows[rows["stage"] == rows.groupby("run_id")["stage"].transform("max")]
+    return last.groupby("run_id")["memory_bytes"].first().dropna().to_dict()
+
+
+def _parameter_count(results: Results, run_ids: Sequence[str], notes: list[str]) -> int | None:
+    """`parameters` from the runs' run.json (an int, or a dict with `total`); None when no run has it."""
+    counts = set()
+    for run_id in run_ids:
+        value = (results.run_file(run_id) or {}).get("parameters")
+        value = value.get("total") if isinstance(value, dict) else value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            counts.add(int(value))
+    if len(counts) > 1:
+        notes.append(f"{results.info[run_ids[0]]['label']}: runs report different parameter counts "
+                     f"{sorted(counts)}; the largest is shown")
+    return max(counts) if counts else None
+
+
+def summary_table(summary: Summary, ci: bool = False) -> Table:
+    rows = [[row.label, format_parameters(row.parameters), format_cell(row.accuracy, "percent", ci),
+             format_cell(row.backward_transfer, "percent", ci), format_cell(row.forgetting, "percent", ci),
+             format_cell(row.learning_accuracy, "percent", ci), format_cell(row.forward_transfer, "percent", ci),
+             format_cell(row.intransigence, "percent", ci), format_memory(row.memory_bytes),
+             str(len(row.seeds))] for row in summary.rows]
+    head = ["approach", "parameters", f"A<={summary.stages}", "BWT", "forgetting", "LA", "FWT", "I", "memory",
+            "seeds"]
+    rows += [[label, "", *[reason.split(" (")[0]] * 6, "", "-"] for label, reason in summary.unmeasured.items()]
+    return Table(head, rows, notes=list(summary.notes))
