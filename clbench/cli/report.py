@@ -12,8 +12,8 @@ from clbench.cli.common import ResultsOption, console, handle_errors, parse_seed
 from clbench.errors import ClbenchError
 
 if TYPE_CHECKING:
-    from clbench.approaches.hat.report import HatReport
     from clbench.report import Report, Results
+    from clbench.report.sections import Section
 
 @dataclass(frozen=True)
 class ReportRequest:
@@ -34,6 +34,11 @@ class ReportRequest:
     evaluation: str = "task-aware"
     split: str = "test"
     tuning: bool = False
+
+    @property
+    def named_monitoring(self) -> list[str]:
+        """The approaches whose monitoring section is asked for by name (`--hat`: HAT's, through its reporter)."""
+        return ["hat"] if self.hat else []
 
 
 @handle_errors
@@ -105,9 +110,10 @@ def report(
 def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> tuple[str, list[Path]]:
     """The text of every table asked for, for one or every benchmark, and the figure files written."""
     from clbench.report import benchmarks_in
+    from clbench.report.sections import join_csv, join_text
 
     names = [_benchmark_name(benchmark)] if benchmark else benchmarks_in(results)
-    sections: list[tuple[str, str, str]] = []  # (benchmark, kind, text)
+    sections: list[Section] = []
     figures: list[Path] = []
     for name in names:
         spec_argument = (benchmark if benchmark != name else None) if benchmark else _spec_file_of_runs(results, name)
@@ -115,8 +121,8 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
         sections += found
         figures += drawn
     if request.fmt == "csv":
-        return _join_csv(sections), figures
-    return _join_text(sections, request.fmt, several_benchmarks=len(names) > 1), figures
+        return join_csv(sections), figures
+    return join_text(sections, request.fmt, several_benchmarks=len(names) > 1), figures
 
 
 def _benchmark_name(benchmark: str) -> str:
@@ -146,9 +152,9 @@ def _spec_file_of_runs(results: Path, name: str) -> str | None:
 
 
 def _benchmark_sections(results: Path, name: str, request: ReportRequest,
-                        spec_argument: str | None = None) -> tuple[list[tuple[str, str, str]], list[Path]]:
+                        spec_argument: str | None = None) -> tuple[list[Section], list[Path]]:
     from clbench import report as tables
-    from clbench.approaches.hat import report as hat_report
+    from clbench.report.sections import monitoring_figures, monitoring_sections
 
     loaded = tables.load_results(results, name, request.seeds, spec_argument=spec_argument,
                                  evaluation=request.evaluation, split=request.split)
@@ -169,10 +175,9 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
         text = tables.time_csv(timing, ci) if fmt == "csv" else tables.render_tables(
             [tables.time_table(timing, ci)], fmt)
         sections.append((name, "time", text))
-    hat = hat_report.build_hat_report(loaded) if request.hat else None
-    if hat is not None:
-        text = hat_report.hat_csv(hat) if fmt == "csv" else tables.render_tables(hat_report.hat_tables(hat), fmt)
-        sections.append((name, "hat", text))
+    named = [reporter for method in request.named_monitoring
+             if (reporter := tables.method_reporter(loaded, method)) is not None]
+    sections += monitoring_sections(name, loaded, named, fmt)
     if request.paper:
         from clbench.report.paper_results import build_paper_comparison, render_comparison
 
@@ -180,19 +185,29 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
         sections.append((name, "paper", render_comparison(comparison, fmt)))
     if request.tuning:
         sections.append((name, "tuning", _tuning_text(results, name, request.fmt)))
-    other = None
-    if request.plot is not None and main is not None and loaded.rows is not None:
-        evaluations = set(loaded.rows["evaluation"].unique())
-        if {"task-aware", "task-agnostic"} <= evaluations:  # both evaluations in one figure
-            flipped = "task-agnostic" if request.evaluation == "task-aware" else "task-aware"
-            other = tables.build_report(results, name, request.metric, request.references, results=tables.load_results(
-                results, name, request.seeds, spec_argument=spec_argument, evaluation=flipped, split=request.split))
-    figures = _draw(request, main, hat, other)
+    figures = _draw(request, main, _other_evaluation(results, name, request, spec_argument, loaded, main))
+    if request.plot is not None:
+        figures += monitoring_figures(loaded, named, request.plot)
     if request.monitoring:
-        found, drawn = _monitoring_sections(loaded, name, request)
-        sections += found
-        figures += drawn
+        others = [reporter for reporter in tables.monitoring_reporters(loaded)
+                  if reporter.method not in request.named_monitoring]  # --hat printed HAT's already
+        sections += monitoring_sections(name, loaded, others, fmt)
+        figures += monitoring_figures(loaded, others, request.plot) if request.plot is not None else []
     return sections, figures
+
+
+def _other_evaluation(results: Path, name: str, request: ReportRequest, spec_argument: str | None,
+                      loaded: Results, main: Report | None) -> Report | None:
+    """With --plot, when the runs have both evaluations: the table of the one not asked for (drawn dashed)."""
+    from clbench import report as tables
+
+    if request.plot is None or main is None or loaded.rows is None:
+        return None
+    if not {"task-aware", "task-agnostic"} <= set(loaded.rows["evaluation"].unique()):
+        return None
+    flipped = "task-agnostic" if request.evaluation == "task-aware" else "task-aware"
+    return tables.build_report(results, name, request.metric, request.references, results=tables.load_results(
+        results, name, request.seeds, spec_argument=spec_argument, evaluation=flipped, split=request.split))
 
 
 def _tuning_text(results: Path, name: str, fmt: str) -> str:
@@ -227,73 +242,11 @@ def _tuning_text(results: Path, name: str, fmt: str) -> str:
     return render_tables(tables, fmt)
 
 
-def _monitoring_sections(loaded: Results, name: str, request: ReportRequest) -> tuple[list[tuple[str, str, str]],
-                                                                                      list[Path]]:
-    """Each present approach's monitoring tables (`--monitoring`), skipping HAT's when `--hat` printed them."""
-    from clbench.report import monitoring_reporters, render_tables
-
-    sections, figures = [], []
-    for reporter in monitoring_reporters(loaded):
-        if request.hat and reporter.method == "hat":
-            continue
-        if request.fmt == "csv":
-            text = reporter.csv(loaded)
-        else:
-            found = reporter.tables(loaded)
-            text = render_tables(found, request.fmt) if found else ""
-        if text:
-            sections.append((name, reporter.method, text))
-        if request.plot is not None:
-            figures += reporter.plots(loaded, request.plot)
-    return sections, figures
-
-
-def _draw(request: ReportRequest, main: Report | None, hat: HatReport | None,
-          other: Report | None = None) -> list[Path]:
+def _draw(request: ReportRequest, main: Report | None, other: Report | None = None) -> list[Path]:
     """The figures, when --plot is given (matplotlib is imported only then); `other`: the other evaluation's
     table, drawn dashed in the same figure."""
     if request.plot is None or main is None:
         return []
-    from clbench.approaches.hat import figures as hat_figures
     from clbench.report import figures as plots
 
-    figures = plots.plot_curves(main, request.plot, ci=request.ci, other=other)
-    if hat is not None:
-        figures += hat_figures.plot_hat(hat, request.plot)
-    return figures
-
-
-def _join_text(sections: list[tuple[str, str, str]], fmt: str, several_benchmarks: bool) -> str:
-    """Sections one after the other, with headings when there is more than one."""
-    if len(sections) == 1:
-        return sections[0][2]
-    several_kinds = len({kind for _, kind, _ in sections}) > 1
-    blocks = []
-    for benchmark, kind, text in sections:
-        title = ": ".join([benchmark] * several_benchmarks + [kind] * several_kinds)
-        blocks.append(_heading(title, fmt) + text)
-    return "\n".join(blocks)
-
-
-def _heading(title: str, fmt: str) -> str:
-    if fmt == "latex":
-        return f"% {title}\n\n"
-    if fmt == "html":
-        import html
-
-        return f"<h2>{html.escape(title)}</h2>\n"
-    return f"## {title}\n\n"
-
-
-def _join_csv(sections: list[tuple[str, str, str]]) -> str:
-    """One CSV block per kind of table (benchmarks stacked under one header), blocks separated by a blank line."""
-    kinds: dict[str, list[str]] = {}
-    for _, kind, text in sections:
-        kinds.setdefault(kind, []).append(text)
-    blocks = []
-    for texts in kinds.values():
-        lines = texts[0].splitlines()
-        for text in texts[1:]:
-            lines += text.splitlines()[1:]
-        blocks.append("\n".join(lines) + "\n")
-    return "\n".join(blocks)
+    return plots.plot_curves(main, request.plot, ci=request.ci, other=other)

@@ -8,7 +8,8 @@ a small thread pool) and shared by every table and plot:
   parameter count (the paper's permuted / split MNIST tables);
 - `build_time_report`: training time (total, per epoch, per batch) and the bench's per-batch forward and
   forward+backward times (the paper's training-time table);
-- monitoring: each approach's own tables (`monitoring.py`; HAT's live in `clbench.approaches.hat.report`).
+- monitoring: each approach's own tables (`monitoring.py`: the reporter an approach declares; HAT's, PackNet's,
+  SI's and MAS's live in their folders under `clbench/approaches/`).
 
 Cells are mean (std) over seeds (sample std, ddof=1) or, asked for, mean +- the half-width of the Student-t 95%
 confidence interval of the mean. Runs are grouped by (method, config hash); a method with several configs is
@@ -19,8 +20,9 @@ One module per job: `loading` (results folders, Parquet reads, schema checks, la
 summarize, Student-t, per-run forgetting-ratio values against matched references), `tables` (the per-stage table),
 `summary` and `timing` (the --summary and --time tables), `notes` (what was left out and why), `cells` (how a
 cell is written), `render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters), `formatting`
-(`Table` and number formats); every public name of these is re-exported here. `figures` (matplotlib, `--plot`) and
-`paper_results` (the paper's published numbers, `--paper`) are imported where they are used.
+(`Table` and number formats); every public name of these is re-exported here. `figures` (matplotlib, `--plot`),
+`paper_results` (the paper's published numbers, `--paper`) and `sections` (how `clbench report` joins its tables)
+are imported where they are used.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from clbench.report.monitoring import (
     MOVED_REPORTERS,
     MonitoringReporter,
     load_reporter,
+    method_reporter,
     monitoring_reporters,
     monitoring_table_notes,
     reporter_string,
@@ -79,12 +82,11 @@ from clbench.results import BENCH_COLUMNS, BENCH_FOLDER
 __all__ = [
     "BENCH_COLUMNS", "BENCH_FOLDER", "CONFIDENCE", "FORMATS", "IDENTITY", "LATEX_SPECIALS", "LEGACY_REPORTERS",
     "METRICS", "MOVED_REPORTERS", "READ_COLUMNS", "READ_THREADS", "REFERENCES", "REFERENCE_KEYS", "benchmarks_in",
-    "build_report", "build_summary", "build_time_report", "Cell", "complete_runs", "format_cell",
-    "format_parameters", "format_seeds", "format_value", "header", "incomplete_notes", "latest_bench",
-    "latex_escape", "load_reporter", "load_results", "match_reference", "method_labels", "monitoring_reporters",
+    "build_report", "build_summary", "build_time_report", "Cell", "complete_runs", "format_cell", "format_parameters",
+    "format_seeds", "format_value", "header", "incomplete_notes", "latest_bench", "latex_escape", "load_reporter",
+    "load_results", "match_reference", "method_labels", "method_reporter", "monitoring_reporters",
     "monitoring_table_notes", "MonitoringReporter", "plain", "read_parquet_files", "reference_candidates", "render",
-    "render_tables", "Report", "report_csv", "report_table", "reporter_string", "Results", "run_folders",
-    "run_values", "seed_coverage_notes", "student_t_quantile", "student_t_two_sided", "summarize", "Summary",
-    "summary_csv", "summary_table", "SummaryRow", "Table", "table_rows", "time_csv", "time_table", "TimeReport",
-    "TimeRow",
+    "render_tables", "Report", "report_csv", "report_table", "reporter_string", "Results", "run_folders", "run_values",
+    "seed_coverage_notes", "student_t_quantile", "student_t_two_sided", "summarize", "Summary", "summary_csv",
+    "summary_table", "SummaryRow", "Table", "table_rows", "time_csv", "time_table", "TimeReport", "TimeRow",
 ]

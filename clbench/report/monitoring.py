@@ -1,4 +1,5 @@
-"""Approach-owned monitoring sections of `clbench report` (`--monitoring`; `--hat` is HAT's alone).
+"""Approach-owned monitoring sections of `clbench report` (`--monitoring`: every present approach's; `--hat`:
+HAT's alone, through the same reporter).
 
 An approach declares its reporter as an import string `"package.module:ClassName"` in its class attribute
 `monitoring_reporter` (see `clbench.approaches.base.Approach`); the engine copies it into every run.json, so
@@ -106,6 +107,13 @@ def load_reporter(target: str, method: str) -> MonitoringReporter:
         raise ResultsError(f"monitoring reporter {target!r} of method {method!r} is not a 'module:Class' naming a "
                            "subclass of clbench.report.monitoring.MonitoringReporter")
     return cls(method)
+
+
+def method_reporter(results: Results, method: str) -> MonitoringReporter | None:
+    """The reporter of `method` (`reporter_string`: what its runs' run.json names, else `LEGACY_REPORTERS`), or None
+    when it declares none; found whether or not `results` has runs of it (its tables then say there are none)."""
+    target = reporter_string(results, method)
+    return None if target is None else load_reporter(target, method)
 
 
 def monitoring_reporters(results: Results) -> list[MonitoringReporter]:

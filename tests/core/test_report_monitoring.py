@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import ast
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from test_report import write_run, write_run_json
 from test_report_golden import GOLDEN, golden_results, portable
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report import LEGACY_REPORTERS, MonitoringReporter, Results, Table, load_results
+from clbench.report import LEGACY_REPORTERS, MonitoringReporter, Results, Table, load_results, method_reporter
+from clbench.report.sections import monitoring_text
 from clbench.results import write_parquet
 
 FAKE_REPORTER = "test_report_monitoring:FakeReporter"
@@ -69,6 +75,83 @@ def test_monitoring_prints_hat_exactly_as_hat_does(tmp_path: Path) -> None:
     assert portable(output, results) == (GOLDEN / "hat.md").read_text()
     code, both = invoke("b", "--results", str(results), "--monitoring", "--hat")
     assert both == output  # HAT's section once, not twice
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "csv", "latex", "html"])
+def test_hat_is_hats_monitoring_reporter_by_name(tmp_path: Path, fmt: str) -> None:
+    """`--hat` prints what the generic path prints: `--monitoring` (HAT is the one approach with a reporter here)
+    and the text of the reporter that `method_reporter` finds for hat."""
+    results = golden_results(tmp_path)
+    code, hat = invoke("b", "--results", str(results), "--hat", "--format", fmt)
+    assert code == 0, hat
+    assert invoke("b", "--results", str(results), "--monitoring", "--format", fmt) == (0, hat)
+    loaded = load_results(results, "b")
+    reporter = method_reporter(loaded, "hat")
+    assert reporter is not None and reporter.method == "hat"
+    assert hat == monitoring_text(reporter, loaded, fmt)
+    assert "hat" in hat and "fc1" in hat
+
+
+def test_hat_and_monitoring_write_the_same_figures(tmp_path: Path) -> None:
+    results = golden_results(tmp_path / "results")
+    for option in ("--hat", "--monitoring"):
+        code, output = invoke("b", "--results", str(results), option, "--plot", str(tmp_path / option.strip("-")))
+        assert code == 0, output
+    hat, generic = ({path.name: path.read_bytes() for path in (tmp_path / folder).iterdir() if path.suffix == ".png"}
+                    for folder in ("hat", "monitoring"))
+    assert hat == generic
+    assert {"b-hat-capacity.png", "b-hat-reuse.png", "b-forgetting-ratio.png"} <= set(hat)
+
+
+def test_hat_uses_the_reporter_its_runs_declare(tmp_path: Path) -> None:
+    for seed in (0, 3):
+        write_run_json(write_run(tmp_path, "hat", seed, [[0.9], [0.8, 0.9]]), monitoring_reporter=FAKE_REPORTER)
+    code, output = invoke("b", "--results", str(tmp_path), "--hat")
+    assert code == 0, output
+    assert output.startswith("### hat: fake monitoring\n") and "made by FakeReporter" in output
+
+
+def test_hat_without_hat_runs_says_there_are_none(tmp_path: Path) -> None:
+    write_run_json(write_run(tmp_path, "sgd", 0, [[0.9], [0.8, 0.9]]))
+    code, output = invoke("b", "--results", str(tmp_path), "--hat")
+    assert code == 0, output
+    assert output == f"- no finished hat runs of b in {tmp_path}\n"
+
+
+def method_modules() -> list[str]:
+    """Every built-in method's own package or module: `clbench.approaches.hat`, `clbench.approaches.sgd`, ..."""
+    from clbench.approaches import BUILTINS
+
+    return sorted({".".join(target.partition(":")[0].split(".")[:3]) for target in BUILTINS.values()})
+
+
+def test_the_cli_names_no_methods_package() -> None:
+    """`clbench/cli` reaches an approach's tables only through the reporter its runs declare (`--hat` too): no
+    source file there names a method's package or module, in an import (TYPE_CHECKING blocks included) or a
+    string."""
+    import clbench.cli
+
+    modules = method_modules()
+    assert {"clbench.approaches.hat", "clbench.approaches.packnet", "clbench.approaches.importance"} <= set(modules)
+    pattern = re.compile(r"\b(" + "|".join(re.escape(module) for module in modules) + r")\b")
+    assert pattern.search("from clbench.approaches.hat.report import HatReport")  # the check can fail
+    names = {module.rsplit(".", 1)[1] for module in modules}
+    found = []
+    for path in sorted(Path(clbench.cli.__file__).parent.rglob("*.py")):
+        text = path.read_text()
+        found += [f"{path.name}:{number}" for number, line in enumerate(text.splitlines(), 1) if pattern.search(line)]
+        found += [f"{path.name}:{node.lineno}" for node in ast.walk(ast.parse(text))
+                  if isinstance(node, ast.ImportFrom) and node.module == "clbench.approaches"
+                  and names & {alias.name for alias in node.names}]
+    assert found == []
+
+
+def test_importing_the_cli_imports_no_methods_package() -> None:
+    probe = "import sys, clbench.cli\nprint('\\n'.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    modules = method_modules()
+    assert [name for name in loaded.split() if any(name == m or name.startswith(m + ".") for m in modules)] == []
+    assert "clbench.cli.report" in loaded.split()
 
 
 def test_built_in_reporters_match_what_the_approach_classes_declare() -> None:
