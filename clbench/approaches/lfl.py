@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from clbench.approaches.base import Hyperparameters, StepInfo
+from clbench.approaches.datatypes import Hyperparameters, StepInfo
 from clbench.approaches.lwf import WithPreviousModel
 from clbench.approaches.regularizers import lfl_penalty
 from clbench.data.tasks import Batch

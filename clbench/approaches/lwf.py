@@ -20,7 +20,9 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, tensors_to
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.parameters import tensors_to
 from clbench.approaches.regularizers import ParameterDict, distillation_loss, frozen_network
 from clbench.data.tasks import Batch, TaskSequence
 from clbench.nets import MultiHeadNet

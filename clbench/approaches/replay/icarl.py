@@ -41,7 +41,8 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo, tensors_to
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.parameters import tensors_to
 from clbench.approaches.regularizers import ParameterDict, frozen_network
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.approaches.replay.functions import (
