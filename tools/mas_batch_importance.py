@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from clbench.approaches import resolve
-from clbench.approaches.base import ApproachContext
+from clbench.approaches.datatypes import ApproachContext
 from clbench.approaches.importance.functions import ParameterDict, mas_importance
 from clbench.data.tasks import LabelledData, build_tasks
 from clbench.run.engine import fetching_loader, loader_for

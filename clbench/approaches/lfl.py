@@ -21,7 +21,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.previous_model import PreviousModel
 from clbench.approaches.regularizers import lfl_penalty
 from clbench.data.tasks import Batch, TaskSequence

@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.previous_model import PreviousModel
 from clbench.approaches.regularizers import distillation_loss
 from clbench.data.tasks import Batch, TaskSequence

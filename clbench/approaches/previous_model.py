@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from clbench.approaches.base import ParameterDict, tensor_bytes, tensors_to
+from clbench.approaches.parameters import ParameterDict, tensor_bytes, tensors_to
 from clbench.approaches.regularizers import frozen_network
 from clbench.nets import MultiHeadNet
 

@@ -18,7 +18,7 @@ from rich.progress import (
 )
 
 if TYPE_CHECKING:
-    from clbench.approaches.base import EpochLog
+    from clbench.approaches.datatypes import EpochLog
     from clbench.run.engine import RunOutcome, RunPlan
 
 STATUS_STYLE = {"done": "green", "skipped": "yellow", "locked": "yellow", "failed": "red", "interrupted": "red"}

@@ -39,7 +39,7 @@ import torch
 
 import clbench
 from clbench.approaches import Approach, ApproachContext, resolve
-from clbench.approaches.base import Evaluation
+from clbench.approaches.datatypes import Evaluation
 from clbench.approaches.optim import StepOptimizer
 from clbench.data.custom import custom_datasets, load_custom, n_classes_lookup
 from clbench.data.sources import ImageSet, PreparedDataset, get_source

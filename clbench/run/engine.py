@@ -31,8 +31,10 @@ from typing import Any, Protocol
 import torch
 
 from clbench.approaches import Approach, ApproachContext, ResolvedApproach, check_default_grids, resolve
-from clbench.approaches.base import TASK_AWARE, EpochLog, Evaluation, TaskLog, scenario_refusal
-from clbench.approaches.plugins import code_identity, code_text, method_argument, origin_of
+from clbench.approaches.datatypes import TASK_AWARE, EpochLog, Evaluation, TaskLog
+from clbench.approaches.plugins import code_text
+from clbench.approaches.refusals import scenario_refusal
+from clbench.approaches.registry import code_identity, method_argument, origin_of
 from clbench.data.custom import CustomDataset
 from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
 from clbench.errors import ClbenchError, DataNotFoundError, SpecError

@@ -30,7 +30,7 @@ from clbench.run.engine import RunObserver, RunOutcome, RunPlan
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
-    from clbench.approaches.base import EpochLog
+    from clbench.approaches.datatypes import EpochLog
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.replay.functions import icarl_loss, nearest_mean_scores
 from clbench.approaches.replay.icarl import ICaRL, ICaRLHyperparameters
 from clbench.errors import SpecError

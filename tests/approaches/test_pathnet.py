@@ -10,9 +10,9 @@ import torch
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
 from clbench.approaches import ApproachContext, resolve
-from clbench.approaches.base import PlateauSchedule
 from clbench.approaches.pathnet.approach import Candidate, PathNetApproach, frozen_modules, mutate_path, random_path
 from clbench.approaches.pathnet.network import base_widths, body_plan, build_pathnet, pathnet_parameter_count
+from clbench.approaches.schedule import PlateauSchedule
 from clbench.data.sources import get_source
 from clbench.data.tasks import TaskSequence, head_sizes_for, input_shape_for
 from clbench.nets import build_network, parameter_count

@@ -11,7 +11,7 @@ import torch
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
 import clbench.approaches.lfl
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.previous_model import PreviousModel
 from clbench.nets import build_network
 

@@ -12,7 +12,7 @@ import torch
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 from torch.nn import functional
 
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.replay.buffer import ReplayBuffer
 from clbench.approaches.replay.functions import (
     agem_project,

@@ -69,3 +69,32 @@ def test_a_builtin_reporter_is_torch_free_and_uses_only_the_api(module: str) -> 
                if where != "clbench.approaches.hat" and id(getattr(source, name, None)) not in exported]
     assert outside == []
     assert {where for where, _ in imported} <= {"clbench.report", "clbench.approaches.hat"}
+
+
+def test_one_module_owns_registration() -> None:
+    """The table of approaches, its origins and `register` are defined in `clbench.approaches.registry`: no other
+    module under `clbench/approaches/` names them, except to read `REGISTRY` (plugins.py finds classes, the
+    registry registers them; resolution.py reads the table)."""
+    import ast
+    from pathlib import Path
+
+    import clbench.approaches.registry as registry
+
+    owned = {"ORIGINS", "register", "register_plugin", "describe_origin", "DuplicateApproachError"}
+    root = Path(registry.__file__).parent
+    users = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "registry.py" or path == root / "__init__.py":  # __init__: the lazy name -> module table
+            continue
+        nodes = list(ast.walk(ast.parse(path.read_text())))
+        names = {node.id for node in nodes if isinstance(node, ast.Name)}
+        names |= {node.name for node in nodes if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        names |= {alias.name for node in nodes if isinstance(node, ast.ImportFrom) for alias in node.names}
+        writes = [node for node in nodes if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+                  and isinstance(node.value, ast.Name) and node.value.id == "REGISTRY"]
+        writes += [node for node in nodes if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                   and node.value.id == "REGISTRY" and node.attr in ("update", "setdefault", "pop", "clear")]
+        if names & owned or writes:
+            users.append((path.relative_to(root).as_posix(), sorted(names & owned), len(writes)))
+    assert users == []
+    assert all(hasattr(registry, name) for name in [*owned, "REGISTRY"])

@@ -8,7 +8,7 @@ import pytest
 import torch
 from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 
-from clbench.approaches.base import PlateauSchedule
+from clbench.approaches.schedule import PlateauSchedule
 from clbench.spec import TrainingSpec
 
 

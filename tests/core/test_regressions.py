@@ -16,8 +16,8 @@ from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec,
 
 from clbench import metrics, results
 from clbench.approaches import ewc as ewc_module
-from clbench.approaches.base import PlateauSchedule
 from clbench.approaches.regularizers import merge_fisher
+from clbench.approaches.schedule import PlateauSchedule
 from clbench.data.tasks import TaskSequence
 from clbench.results import read_run_file
 from clbench.run import engine

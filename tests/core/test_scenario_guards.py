@@ -14,7 +14,8 @@ import torch
 from synthetic import tiny_spec
 
 from clbench.approaches import ApproachContext, resolve
-from clbench.approaches.base import TASK_AGNOSTIC, TASK_AWARE, Approach, StepInfo
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import TASK_AGNOSTIC, TASK_AWARE, StepInfo
 from clbench.approaches.sgd import SGD
 from clbench.data.tasks import Batch, InputTransform, LabelledData, Task, TaskSequence
 from clbench.nets import MultiHeadNet

@@ -18,7 +18,7 @@ from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec,
 from torch.nn import functional
 
 from clbench.approaches import REGISTRY
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.random_classifier import RandomClassifier
 from clbench.approaches.sgd import SGD
 from clbench.errors import ClbenchError

@@ -17,7 +17,9 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, tensor_bytes
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters
+from clbench.approaches.parameters import tensor_bytes
 from clbench.approaches.replay.buffer import Memory, ReplayBuffer
 from clbench.data.tasks import Batch, InputTransform, LabelledData, TaskSequence
 from clbench.spec.fields import field

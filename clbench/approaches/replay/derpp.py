@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional
 
-from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.approaches.replay.functions import logit_matching_loss
 from clbench.data.tasks import Batch

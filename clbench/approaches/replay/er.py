@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.replay.approach import ReplayApproach, joined
 from clbench.data.tasks import Batch
 

@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.previous_model import PreviousModel
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.approaches.replay.functions import (
