@@ -32,7 +32,7 @@ from clbench.cli.train import (
 )
 
 if TYPE_CHECKING:
-    from clbench.run.engine import RunPlan
+    from clbench.run.plan import RunPlan
     from clbench.spec import BenchmarkSpec
     from clbench.tuning import TunedChoice
 
@@ -61,8 +61,8 @@ def tune(
 ) -> None:
     """Tune approaches on validation data: train a grid on one seed, choose per method, write a tuned file."""
     from clbench.results import EVALUATIONS, check_results_folder
-    from clbench.run.engine import unique_plans
     from clbench.run.execution import Execution, check_execution
+    from clbench.run.plan import unique_plans
     from clbench.tuning import TuningError, tuning_rule
 
     chosen_rule = tuning_rule(rule)

@@ -347,7 +347,7 @@ def peak_memory_mb(device: torch.device) -> float:
 def bench_method(spec: BenchmarkSpec, method: str, tasks: TaskSequence, device: torch.device,
                  settings: BenchSettings) -> BenchResult:
     """Measure one approach (see the module docstring); `NothingToTime` if it has no trainable network."""
-    from clbench.run.engine import run_config
+    from clbench.run.plan import run_config
 
     head_sizes = sequence_head_sizes(spec, settings.seed)
     if head_sizes[:len(tasks)] != tasks.head_sizes:

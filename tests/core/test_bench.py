@@ -29,7 +29,7 @@ from clbench.run.bench import (
     write_bench,
 )
 from clbench.run.bench import synthetic_loader as bench_synthetic_loader
-from clbench.run.engine import run_config
+from clbench.run.plan import run_config
 from clbench.spec import load_benchmark
 from clbench.spec.fields import stable_hash
 

@@ -22,7 +22,9 @@ from clbench.approaches import REGISTRY
 from clbench.data.tasks import build_tasks
 from clbench.results import read_run_file
 from clbench.run.bench import BenchSettings, head, run_bench
-from clbench.run.engine import build_approach, execute, plan_runs, resume_from_checkpoint
+from clbench.run.checkpoints import resume_from_checkpoint
+from clbench.run.engine import build_approach, execute
+from clbench.run.plan import plan_runs
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
