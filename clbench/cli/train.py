@@ -119,7 +119,7 @@ def plan_tuned(benchmark: str, methods: list[str], references: list[str], seeds:
 
     from clbench.errors import ClbenchError
     from clbench.run.plan import unique_plans
-    from clbench.tuning import file_sha256, read_tuned
+    from clbench.tuning.tuned_file import file_sha256, read_tuned
 
     if grid:
         raise ClbenchError("--tuned applies the values a tuned file chose: give no --grid with it (`clbench tune` "
