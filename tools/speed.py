@@ -65,7 +65,7 @@ from clbench.approaches import Approach, ApproachContext, resolve  # noqa: E402
 from clbench.data.custom import n_classes_lookup  # noqa: E402
 from clbench.data.tasks import LabelledData, TaskSequence, build_tasks  # noqa: E402
 from clbench.nets import MultiHeadNet  # noqa: E402
-from clbench.run.bench import raw_task_datasets, synthetic_loader  # noqa: E402
+from clbench.run.bench_data import raw_task_datasets, synthetic_loader  # noqa: E402
 from clbench.run.rows import evaluate_stage  # noqa: E402
 from clbench.seeding import seed_global_torch  # noqa: E402
 from clbench.spec import BenchmarkSpec, load_benchmark  # noqa: E402
