@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from clbench.cli import app
 from clbench.errors import SpecError
-from clbench.run.engine import check_shipped_name
+from clbench.run.plan import check_shipped_name
 from clbench.spec import load_benchmark
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the report tests' result builders

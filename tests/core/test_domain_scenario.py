@@ -24,7 +24,8 @@ from clbench.data.tasks import Batch, InputTransform, LabelledData
 from clbench.errors import SpecError
 from clbench.metrics import accuracy_matrix, is_complete_matrix
 from clbench.nets import MultiHeadNet
-from clbench.run.engine import execute, plan_runs
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
 from clbench.spec import BenchmarkSpec, NetworkSpec
 
 CPU = torch.device("cpu")

@@ -12,7 +12,10 @@ from synthetic import synthetic_loader, tiny_spec
 from clbench.errors import ResultsError
 from clbench.report import load_results
 from clbench.results import COLUMNS, SCHEMA_VERSION, read_run_file
-from clbench.run.engine import execute, load_checkpoint, plan_runs, reevaluate
+from clbench.run.checkpoints import load_checkpoint
+from clbench.run.engine import execute
+from clbench.run.evaluate import reevaluate
+from clbench.run.plan import plan_runs
 
 CPU = torch.device("cpu")
 

@@ -19,7 +19,8 @@ from clbench.approaches.datatypes import TASK_AGNOSTIC, TASK_AWARE, StepInfo
 from clbench.approaches.sgd import SGD
 from clbench.data.tasks import Batch, InputTransform, LabelledData, Task, TaskSequence
 from clbench.nets import MultiHeadNet
-from clbench.run.engine import _evaluate_stage, plan_runs
+from clbench.run.plan import plan_runs
+from clbench.run.rows import _evaluate_stage
 
 HEAD_SIZES = (2, 3, 4)
 # uint8 images of 1x1x2 pixels, normalised by mean 0 and std 1 of x / 255: sample A is the input (1, 0), B is (0, 1)

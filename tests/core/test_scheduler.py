@@ -21,8 +21,9 @@ from clbench.approaches.sgd import SGD
 from clbench.cli import app
 from clbench.errors import ClbenchError
 from clbench.results import read_run_file
-from clbench.run.engine import RunOutcome, RunPlan, execute, plan_runs
+from clbench.run.engine import RunOutcome, execute
 from clbench.run.execution import Execution, check_execution, parse_devices
+from clbench.run.plan import RunPlan, plan_runs
 from clbench.run.scheduler import RunRequest, run_in_processes, run_request, slot_devices
 
 CPU = torch.device("cpu")
@@ -159,7 +160,7 @@ sys.path[:0] = [{tests!r}, {core!r}]
 import torch
 torch.set_num_threads(1)
 from test_scheduler import Recorder, SyntheticLoader, slow, SPEC
-from clbench.run.engine import plan_runs
+from clbench.run.plan import plan_runs
 from clbench.run.scheduler import RunRequest, run_serially
 folder = Path({folder!r})
 (folder / "ready-{name}").touch()
@@ -201,12 +202,13 @@ import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even when pytest runs in the
 # background (started with SIGINT ignored; the workers this child spawns would inherit that)
 sys.path[:0] = [{tests!r}, {core!r}]
-import clbench.run.engine as engine
+import clbench.run.loaders as loaders
+import clbench.run.plan as planning
 from test_scheduler import SyntheticLoader, slow
-plan_runs = engine.plan_runs
-engine.plan_runs = lambda *args, **kwargs: [slow(plan) for plan in plan_runs(*args, **kwargs)]
-engine.fetching_loader = lambda data_dir, mirror: SyntheticLoader()
-engine.prepare_data = lambda specs, data_dir, mirror: None
+plan_runs = planning.plan_runs
+planning.plan_runs = lambda *args, **kwargs: [slow(plan) for plan in plan_runs(*args, **kwargs)]
+loaders.fetching_loader = lambda data_dir, mirror: SyntheticLoader()
+loaders.prepare_data = lambda specs, data_dir, mirror: None
 from clbench.cli import main
 sys.argv = ["clbench"] + {arguments!r}
 main()
@@ -226,11 +228,11 @@ training: {lr: 0.05, patience: 2, max_epochs: 4, batch_size: 32, eval_batch_size
 def synthetic_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """`clbench train` in this process on synthetic data (a loader that worker processes can receive), with
     one torch thread per worker as in this process (CPU numbers depend on the thread count)."""
-    import clbench.run.engine as engine
+    import clbench.run.loaders as loaders
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    monkeypatch.setattr(engine, "fetching_loader", lambda data_dir, mirror: SyntheticLoader())
-    monkeypatch.setattr(engine, "prepare_data", lambda specs, data_dir, mirror: None)
+    monkeypatch.setattr(loaders, "fetching_loader", lambda data_dir, mirror: SyntheticLoader())
+    monkeypatch.setattr(loaders, "prepare_data", lambda specs, data_dir, mirror: None)
 
 
 @pytest.mark.slow

@@ -316,7 +316,7 @@ def test_own_data_sets_may_use_the_mnist28_form(tmp_path: Path) -> None:
 
 def test_split_tasks_from_an_own_data_set(tmp_path: Path) -> None:
     from clbench.data.tasks import build_tasks
-    from clbench.run.engine import fetching_loader, loader_for
+    from clbench.run.loaders import fetching_loader, loader_for
 
     labels = np.array([0, 1, 2, 3] * 3)
     write_npz(tmp_path / "arrays.npz", x_train=constant_images(list(range(12))), y_train=labels,
@@ -333,7 +333,7 @@ def test_split_tasks_from_an_own_data_set(tmp_path: Path) -> None:
 
 
 def test_run_identity_follows_the_content(tmp_path: Path) -> None:
-    from clbench.run.engine import data_identity, plan_runs
+    from clbench.run.plan import data_identity, plan_runs
     from clbench.spec.fields import identity_dict, stable_hash
 
     path = write_npz(tmp_path / "arrays.npz")
@@ -348,7 +348,7 @@ def test_run_identity_follows_the_content(tmp_path: Path) -> None:
 
 
 def test_reference_hash_follows_the_content_of_an_own_data_set(tmp_path: Path) -> None:
-    from clbench.run.engine import plan_runs
+    from clbench.run.plan import plan_runs
 
     path = write_npz(tmp_path / "arrays.npz")
     spec_file = write_spec(tmp_path, "{my-arrays: {format: npz, path: arrays.npz}}")

@@ -20,7 +20,8 @@ from clbench.approaches.plugins import package_sha256
 from clbench.approaches.registry import code_identity, load_entry_points, load_method
 from clbench.cli import app
 from clbench.errors import ClbenchError
-from clbench.run.engine import execute, plan_runs
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))  # the custom-data tests' file builders
