@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_report import write_run, write_run_json
+from clihelpers import paper_csv
+from resultbuilders import mnist2_config, write_mnist2, write_run, write_run_json
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -189,33 +190,9 @@ def test_compare_difference_in_paper_std_and_missing_stages() -> None:
 
 # ---------------------------------------------------------------------------------------------- command line
 
-def mnist2_config(method: str, max_epochs: int = 200, max_train_samples: int | None = None,
-                  hyperparameters: dict | None = None) -> dict:
-    return {"benchmark": "mnist2", "variant": None,
-            "data": {"kind": "split", "max_train_samples": max_train_samples, "max_test_samples": None},
-            "network": {"kind": "mlp", "hidden": [800, 800, 800], "input_dropout": 0.0, "dropout": 0.0},
-            "method": method, "hyperparameters": hyperparameters or {},
-            "training": {"lr": 0.05, "lr_factor": 3.0, "lr_min": 0.0001, "patience": 5, "max_epochs": max_epochs,
-                         "batch_size": 64, "eval_batch_size": 4096, "compile": False}}
-
-
-def write_mnist2(results: Path, method: str, seeds: range, second_row, config: dict,
-                 overrides: list[str] | None = None) -> None:
-    for seed in seeds:
-        row = second_row(seed) if callable(second_row) else second_row
-        run_dir = write_run(results, method, seed, [[0.99], row], benchmark="mnist2", overrides=overrides or [])
-        write_run_json(run_dir, config=config)
-
-
 def invoke(*arguments: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, ["report", *arguments])
     return result.exit_code, result.output
-
-
-def paper_csv(results: Path, benchmark: str) -> pd.DataFrame:
-    code, text = invoke(benchmark, "--results", str(results), "--paper", "--format", "csv")
-    assert code == 0, text
-    return pd.read_csv(io.StringIO(text)).set_index("approach")
 
 
 def test_full_protocol_runs_show_the_papers_numbers_and_the_differences(tmp_path: Path) -> None:

@@ -11,8 +11,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_report import write_bench, write_hat_tables, write_run
-from test_report_golden import PARAMETERS, golden_results
+from resultbuilders import (
+    ALL_09,
+    PARAMETERS,
+    golden_results,
+    sensitivity_results,
+    write_bench,
+    write_hat_tables,
+    write_run,
+)
 from typer.testing import CliRunner
 
 from clbench.approaches.hat.report import build_hat_report, hat_sensitivity
@@ -30,9 +37,6 @@ from clbench.report import (
     summarize,
 )
 from clbench.results import write_parquet
-
-ALL_09 = [[0.9], [0.9, 0.9], [0.9, 0.9, 0.9]]
-ALL_05 = [[0.5], [0.5, 0.5], [0.5, 0.5, 0.5]]
 
 
 @pytest.fixture(scope="module")
@@ -95,18 +99,6 @@ def test_hat_monitoring_means_over_seeds(golden: Path) -> None:
     assert reuse.loc[(1, 2), "mean"] == pytest.approx(0.6) and reuse.loc[(1, 2), "n"] == 3  # last stage only
     assert config.layers == ["fc1", "fc2", "total"] and config.task_names == ["t1", "t2", "t3"]
     assert config.seeds == [0, 1, 2]
-
-
-def sensitivity_results(root: Path) -> Path:
-    """hat on seed 0 over smax {25, 400} x c {0.1, 0.75}, without the (400, 0.75) point; references of seed 0."""
-    write_run(root, "joint", 0, ALL_09)
-    write_run(root, "random", 0, ALL_05)
-    finals = {(25, 0.1): 0.5, (25, 0.75): 0.7, (400, 0.1): 0.9}  # task-1 accuracy after the last task
-    for index, ((smax, c), final) in enumerate(finals.items()):
-        matrix = [[0.9], [0.9, 0.9], [final, 0.9, 0.9]]
-        write_run(root, "hat", 0, matrix, config_hash=f"g{index}", hyperparameters={"smax": smax, "c": c})
-    write_run(root, "hat", 1, ALL_09, config_hash="g0", hyperparameters={"smax": 25, "c": 0.1})  # no references
-    return root
 
 
 def test_sensitivity_grid_is_rho_at_the_last_stage_on_one_seed(tmp_path: Path) -> None:
