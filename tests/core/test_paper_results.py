@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from clihelpers import paper_csv
+from importchecks import assert_imports_no_torch, cli_code
 from resultbuilders import mnist2_config, write_mnist2, write_run, write_run_json
 from typer.testing import CliRunner
 
@@ -301,10 +299,4 @@ def test_a_benchmark_the_paper_lacks_is_a_note(tmp_path: Path) -> None:
 
 def test_paper_comparison_imports_no_torch(tmp_path: Path) -> None:
     write_run(tmp_path, "sgd", 0, [[0.9], [0.7, 0.9]], benchmark="mnist2")
-    code = ("import sys; from typer.testing import CliRunner; from clbench.cli import app; "
-            f"r = CliRunner().invoke(app, ['report', 'mnist2', '--results', {str(tmp_path)!r}, '--paper']); "
-            "assert r.exit_code == 0, r.output; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision')))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().replace("'", '"')) == []
+    assert_imports_no_torch(cli_code(["report", "mnist2", "--results", str(tmp_path), "--paper"]))

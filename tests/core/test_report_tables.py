@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from importchecks import assert_imports_no_torch, cli_code
 from resultbuilders import (
     ALL_09,
     PARAMETERS,
@@ -219,11 +217,5 @@ def test_bad_options_exit_2(golden: Path, arguments: list[str]) -> None:
 def test_report_imports_neither_torch_nor_torchvision(golden: Path, tmp_path: Path) -> None:
     every_table = ["report", "b", "--results", str(golden), "--summary", "--time", "--hat", "--table", "--ci"]
     figures = ["report", "b", "--results", str(golden), "--plot", str(tmp_path / "figures")]
-    code = ("import sys; from typer.testing import CliRunner; from clbench.cli import app; "
-            f"results = [CliRunner().invoke(app, arguments) for arguments in ({every_table!r}, {figures!r})]; "
-            "assert [r.exit_code for r in results] == [0, 0], [r.output for r in results]; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision')))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().replace("'", '"')) == []
+    assert_imports_no_torch(cli_code(every_table, figures))
     assert (tmp_path / "figures" / "b-forgetting-ratio.png").is_file()  # matplotlib and clbench.report.figures ran
