@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from runhelpers import run
 from synthetic import synthetic_loader, tiny_spec
 
 from clbench.errors import ResultsError
@@ -18,12 +19,6 @@ from clbench.run.evaluate import reevaluate
 from clbench.run.plan import plan_runs
 
 CPU = torch.device("cpu")
-
-
-def run(tmp_path: Path, method: str = "sgd", seed: int = 0, network: str = "mlp", force: bool = False):
-    spec = tiny_spec(network)
-    [plan] = plan_runs(spec, [method], [seed], tmp_path)
-    return execute(plan, device=CPU, loader=synthetic_loader(), force=force)
 
 
 def test_accuracy_parquet_schema_and_provenance(tmp_path: Path) -> None:

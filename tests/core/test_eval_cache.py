@@ -9,8 +9,8 @@ import weakref
 
 import pytest
 import torch
+from handnet import approach_of, hand_tasks, input_net
 from synthetic import make_approach, synthetic_loader, tiny_spec
-from test_scenario_guards import approach_of, hand_tasks, input_net
 
 from clbench.data.tasks import InputCache, InputTransform, build_tasks
 from clbench.run import rows as run_rows

@@ -3,24 +3,15 @@ torch-free; built-ins load through the table."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from importchecks import assert_imports_no_torch, loaded_modules
 
 from clbench.approaches import BUILTINS, REGISTRY
 
 
-def imports_torch(code: str) -> bool:
-    """Whether running `code` in a fresh interpreter leaves torch in sys.modules."""
-    probe = f"import sys\n{code}\nprint('torch' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    return result.stdout.strip() == "True"
-
-
 def test_the_approaches_table_is_torch_free() -> None:
-    assert not imports_torch("import clbench.approaches")
-    assert imports_torch("from clbench.approaches import REGISTRY")
+    assert_imports_no_torch("import clbench.approaches")
+    assert "torch" in loaded_modules("from clbench.approaches import REGISTRY", ["torch"])
 
 
 @pytest.mark.parametrize("name", sorted(BUILTINS))
@@ -31,8 +22,8 @@ def test_every_builtin_is_registered_from_its_table_line(name: str) -> None:
 
 
 def test_a_method_folder_and_its_reporter_are_torch_free() -> None:
-    assert not imports_torch("import clbench.approaches.hat.report")
-    assert imports_torch("from clbench.approaches.hat import Hat")
+    assert_imports_no_torch("import clbench.approaches.hat.report")
+    assert "torch" in loaded_modules("from clbench.approaches.hat import Hat", ["torch"])
 
 
 def builtin_reporters() -> dict[str, str]:
@@ -59,7 +50,7 @@ def test_a_builtin_reporter_is_torch_free_and_uses_only_the_api(module: str) -> 
 
     import clbench.api
 
-    assert not imports_torch(f"import {module}")
+    assert_imports_no_torch(f"import {module}")
     source = importlib.import_module(module)
     exported = {id(getattr(clbench.api, name)) for name in clbench.api.__all__}
     tree = ast.parse(open(source.__file__).read())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_report import write_run
+from resultbuilders import write_run
 
 from clbench.report import build_report, load_results, run_values
 from clbench.results import run_directory

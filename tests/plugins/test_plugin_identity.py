@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from clihelpers import TINY, kept_registry
+from filebuilders import write_npz
 from typer.testing import CliRunner
 
 from clbench.approaches import ORIGINS
@@ -23,9 +24,6 @@ from clbench.errors import ClbenchError
 from clbench.run.engine import execute
 from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))  # the custom-data tests' file builders
-from test_custom import write_npz  # noqa: E402
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
