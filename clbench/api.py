@@ -94,22 +94,11 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import (
-    Approach,
-    ApproachContext,
-    EpochLog,
-    Evaluation,
-    Hyperparameters,
-    ParameterDict,
-    StepInfo,
-    TaskLog,
-    detached_parameters,
-    named_body_parameters,
-    register,
-    tensors_to,
-)
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, EpochLog, Evaluation, Hyperparameters, StepInfo, TaskLog
+from clbench.approaches.parameters import ParameterDict, detached_parameters, named_body_parameters, tensors_to
 from clbench.approaches.plugins import ENTRY_POINT_GROUP
-from clbench.approaches.registry import REGISTRY  # noqa: F401  (built-ins registered before any plugin)
+from clbench.approaches.registry import REGISTRY, register  # noqa: F401  (built-ins registered before any plugin)
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters, joined
 from clbench.approaches.replay.buffer import Memory, ReplayBuffer
 from clbench.data.tasks import Batch, InputTransform, LabelledData, Task, TaskSequence

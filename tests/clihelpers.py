@@ -52,3 +52,17 @@ def invoke_fresh(*arguments: str) -> tuple[int, str]:
 def offline(tmp_path: Path) -> list[str]:
     """No data and no mirror: a command that got past its checks fails fast on the missing data."""
     return ["--data-dir", str(tmp_path / "data"), "--mirror", str(tmp_path / "no-mirror")]
+
+
+def paper_csv(results: Path, benchmark: str):  # type: ignore[no-untyped-def]
+    """`clbench report <benchmark> --paper --format csv` on a results folder, as a DataFrame by approach."""
+    import io
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from clbench.cli import app
+
+    result = CliRunner().invoke(app, ["report", benchmark, "--results", str(results), "--paper", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    return pd.read_csv(io.StringIO(result.output)).set_index("approach")

@@ -34,7 +34,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from clbench.approaches import ApproachContext, resolve
 from clbench.data.tasks import LabelledData, TaskSequence
 from clbench.nets import build_network
-from clbench.run.bench import bench_tasks
+from clbench.run.bench_data import bench_tasks
 from clbench.seeding import seed_global_torch, torch_generator
 from clbench.spec import BenchmarkSpec, load_benchmark
 

@@ -6,7 +6,7 @@ launches, which bound the step time of the paper's small networks on a fast GPU.
 Times one epoch of task 2 (HAT's gradient masks, EWC's Fisher... of task 1 active) under torch.profiler on
 the CPU and prints, per training step, the top-level ATen operators that compute something (views, `detach`
 and no-op `to` are left out: they launch no kernel). Backward operators are included. Data are synthetic
-images of the benchmark's shapes (`clbench.run.bench`), so nothing needs to be cached.
+images of the benchmark's shapes (`clbench.run.bench_data`), so nothing needs to be cached.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from clbench.approaches.base import Approach
-from clbench.run.bench import bench_tasks, shortened, timed_approach
+from clbench.run.bench import timed_approach
+from clbench.run.bench_data import bench_tasks, shortened
 from clbench.spec import load_benchmark
 
 NO_KERNEL = {f"aten::{name}" for name in (

@@ -21,10 +21,10 @@ from pathlib import Path
 import torch
 
 from clbench.approaches import resolve
-from clbench.approaches.base import ApproachContext
+from clbench.approaches.datatypes import ApproachContext
 from clbench.approaches.importance.functions import ParameterDict, mas_importance
 from clbench.data.tasks import LabelledData, build_tasks
-from clbench.run.engine import fetching_loader, loader_for
+from clbench.run.loaders import fetching_loader, loader_for
 from clbench.spec import load_benchmark
 
 DEMO_BATCH = 200  # Demo.ipynb: batch_size=200, b1=False

@@ -6,7 +6,7 @@
 Sections (`--section`, comma-separated; `all` is every one):
 
 - `eval`: every task evaluated at one stage (the last: every task learned, the task-agnostic candidates the
-  classes of every task), both evaluations where the scenario has them, by `clbench.run.engine.evaluate_stage`,
+  classes of every task), both evaluations where the scenario has them, by `clbench.run.rows.evaluate_stage`,
   against a raw loop over the same test images normalised beforehand (the network's body, the heads as one
   linear layer, argmax and summed cross-entropy, in batches of the spec's `eval_batch_size`, inference mode).
   pmnist, mnist5 and cifar100-10 as their specs define them (`sgd` stores both evaluations in either scenario),
@@ -65,8 +65,8 @@ from clbench.approaches import Approach, ApproachContext, resolve  # noqa: E402
 from clbench.data.custom import n_classes_lookup  # noqa: E402
 from clbench.data.tasks import LabelledData, TaskSequence, build_tasks  # noqa: E402
 from clbench.nets import MultiHeadNet  # noqa: E402
-from clbench.run.bench import raw_task_datasets, synthetic_loader  # noqa: E402
-from clbench.run.engine import evaluate_stage  # noqa: E402
+from clbench.run.bench_data import raw_task_datasets, synthetic_loader  # noqa: E402
+from clbench.run.rows import evaluate_stage  # noqa: E402
 from clbench.seeding import seed_global_torch  # noqa: E402
 from clbench.spec import BenchmarkSpec, load_benchmark  # noqa: E402
 

@@ -5,8 +5,10 @@
 so this package and a method folder's `__init__` are torch-free: `clbench report` imports a method's monitoring
 reporter (e.g. `clbench.approaches.hat.report`) without torch.
 
-The registry (`clbench.approaches.registry`: `REGISTRY`, `resolve`, `lookup`, `approach_names`, ...) imports
-torch and every built-in; its names can be imported from here too, which loads it on first use.
+The registry (`clbench.approaches.registry`: `REGISTRY`, `ORIGINS`, `register`, `lookup`, `approach_names`, ...)
+imports torch and every built-in; the names in `_EXPORTS` (the registry's, `resolve` from
+`clbench.approaches.resolution`, `Approach` and its data) can be imported from here too, which loads the registry on
+first use.
 """
 
 from __future__ import annotations
@@ -38,10 +40,14 @@ BUILTINS: dict[str, str] = {
 }
 """Built-in method name -> "module:Class" (registered by `clbench.approaches.registry`, as plugins are)."""
 
-_REGISTRY_NAMES = ("ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach",
-                   "approach_names", "check_default_grids", "lookup", "resolve")
+_EXPORTS: dict[str, str] = {
+    "ORIGINS": "registry", "REGISTRY": "registry", "approach_names": "registry", "lookup": "registry",
+    "ResolvedApproach": "resolution", "check_default_grids": "resolution", "resolve": "resolution",
+    "Approach": "base", "ApproachContext": "datatypes", "Hyperparameters": "datatypes",
+}
+"""Name -> the module of this package that defines it, imported on first use (after the registry)."""
 
-__all__ = ["BUILTINS", *_REGISTRY_NAMES]
+__all__ = ["BUILTINS", *_EXPORTS]
 
 
 def lazy_exports(package: str, module: str, names: Sequence[str]) -> Callable[[str], Any]:
@@ -56,5 +62,10 @@ def lazy_exports(package: str, module: str, names: Sequence[str]) -> Callable[[s
     return __getattr__
 
 
-# The registry's names (`from clbench.approaches import REGISTRY, resolve`), imported on first use.
-__getattr__ = lazy_exports(__name__, "registry", _REGISTRY_NAMES)
+def __getattr__(name: str) -> Any:
+    """`from clbench.approaches import REGISTRY, resolve`: the registry is imported first, so that the built-ins
+    are registered before any of these names is used."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    importlib.import_module(f"{__name__}.registry")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

@@ -2,9 +2,8 @@
 
 The loop is the paper's protocol (Experiments: Training) with the reference implementation's details:
 plain SGD; each epoch one shuffled pass (last partial batch kept), then the validation loss (including the
-approach's penalty); an improvement snapshots the weights and resets the patience; otherwise the patience
-drops and, at zero, the lr is divided by `lr_factor`, the task stops if lr < `lr_min`, else the patience
-resets and the optimiser is rebuilt; after the loop the best snapshot is restored.
+approach's penalty) steps the lr schedule and early stopping (`PlateauSchedule`; the optimiser is rebuilt when the
+lr changes); an improvement snapshots the weights, and after the loop the best snapshot is restored.
 
 Hooks (all optional): `build_network`, `begin_task`, `training_data`, `trainable_parameters`, `loss`,
 `penalty`, `before_step` (gradient conditioning), `after_step`, `epoch_state` / `restore_epoch_state` (state
@@ -17,32 +16,11 @@ normalised (`training_batch`, `augment_images`; `clbench.data.augment`), drawn f
 checkpoints keep; `Batch.images` stays the stored images. Validation, test and the approaches' own passes over a
 task's data (a Fisher estimate, MAS's importance, iCaRL's exemplar features) see the images as stored.
 
-Bodies: an approach names the `network.kind` values it cannot run on, with the reason (`unsupported_networks`);
-`clbench.approaches.resolve` and the constructor refuse them in one line.
-
-Scenarios (`data.scenario`): in the task scenario (the paper's) a sample's loss is the cross-entropy on its
-task's head. In the class scenario the network is the same, and the heads of the tasks seen so far, concatenated
-(task t's classes at offset sum_{u<t} n_u), are one output layer: the loss is the cross-entropy over every class
-seen so far, with the sample's global class index, as FACIL trains with `--all-outputs`
-(mmasana/FACIL src/approach/finetuning.py `criterion`; src/networks/network.py `LLL_Net.add_head`,
-`task_offset`). An approach whose prediction needs the task id beyond picking a head (`needs_task_id`: HAT's
-masks, PackNet's, PathNet's paths, PNN's columns) trains on its task's head in both scenarios.
-
-In the domain scenario (van de Ven & Tolias 2019, "Three scenarios for continual learning": the task id is not
-given, every task has the same classes) the network is built with its heads tied (`MultiHeadNet.tie_heads`): every
-task's head is one Linear module, so class c of every task is output c of that head. Everything that picks
-`heads[task]` (the task scenario's loss, `predict`, LwF's distillation, A-GEM's and ER's replayed batches, joint's
-mixed batches) therefore uses the shared head without a task id, and the target is the class within the task.
-"The output over every class" is that one head (C outputs): `seen_logits` concatenates the distinct heads, and
-every task's class offset is 0. The shared head is a shared parameter like the body (`named_shared_parameters`:
-SI, MAS and IMM protect and merge it; EWC covers every parameter anyway). Approaches that need the task id
-(`needs_task_id`) or that `refuses_domain` (iCaRL) are refused before training (`scenario_refusal`).
-
-Evaluations (`evaluate_task`): task-aware is the argmax over the task's own head; task-agnostic is the argmax over
-the concatenated heads of tasks 1..max(t, u) (FACIL's TAg in `calculate_metrics`), stored only when
-`predicts_without_task_id()`. In the domain scenario the two are one number (the argmax over the shared head,
-which needs no task id): it is stored once, as the task-aware rows, and `clbench report` shows it for either
-`--evaluation` with a note saying so.
+Beside this file: the loop's plain data (`datatypes`), the schedule (`schedule`), the scenarios' losses and
+heads (`losses`: the task, class and domain scenarios), the evaluations (`evaluation`: task-aware, task-agnostic),
+parameter helpers (`parameters`) and the scenario refusals (`refusals`). The other two refusals are hooks here,
+each asked where what it needs is known: `network_problem` (`unsupported_networks`; by `resolve` and the
+constructor) and `protocol_problem` (by `resolve`, for the method resolved).
 
 Two protocol switches change numerics and are off by default (`training.compile`, `training.amp`, part of the
 config hash): `compile_network` compiles the network's body with torch.compile; `Approach.autocast` runs the
@@ -52,231 +30,35 @@ training loss and evaluation under bfloat16 autocast (backward and the optimiser
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
 from torch.nn import functional
 
+from clbench.approaches import losses
+from clbench.approaches.datatypes import (
+    TASK_AWARE,
+    ApproachContext,
+    EpochLog,
+    Evaluation,
+    Hyperparameters,
+    ProgressCallback,
+    StepInfo,
+    TaskLog,
+)
+from clbench.approaches.evaluation import Measure, aware_and_agnostic, mean_over_batches
 from clbench.approaches.optim import PlainSGD, StepOptimizer, clip_grad_norm
+from clbench.approaches.parameters import tensor_bytes
+from clbench.approaches.refusals import early_stopping_problem, scenario_network_problem, unsupported_network_problem
+from clbench.approaches.schedule import PlateauSchedule
 from clbench.data.augment import random_crop_and_flip
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network
-from clbench.seeding import torch_generator
-from clbench.spec import DataSpec, NetworkSpec, TrainingSpec, check_name
-from clbench.spec.fields import field
-
-
-@dataclass(frozen=True)
-class Hyperparameters:
-    """Hyper-parameters every approach has."""
-
-    clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (reference: 10000 for sgd, sgd-f, joint, "
-                                               "hat, pnn, imm-mean; 100 ewc, lwf; 200 lfl; 1000 imm-mode, pathnet); "
-                                               "0: no clipping (Mammoth)",
-                                  minimum=0.0)
-
-
-@dataclass(frozen=True)
-class ApproachContext:
-    """What an approach is built from: the spec's network and protocol, the task heads, device and seed."""
-
-    network: NetworkSpec
-    training: TrainingSpec
-    input_shape: tuple[int, ...]
-    head_sizes: tuple[int, ...]
-    device: torch.device
-    seed: int
-    scenario: str = "task"  # `data.scenario`: task, class or domain (see the module docstring)
-    augment: bool = False  # `data.augment`: random crop and flip of training and replayed batches
-
-    def generator(self, purpose: str) -> torch.Generator:
-        """A CPU generator of the seeding contract for one purpose."""
-        return torch_generator(self.seed, purpose)
-
-    @property
-    def class_offsets(self) -> tuple[int, ...]:
-        """Where each task's classes start in the output over every class: (0, n_1, n_1 + n_2, ...); in the domain
-        scenario every task's classes are the one shared head's outputs: (0, 0, ...)."""
-        if self.scenario == "domain":
-            return (0,) * len(self.head_sizes)
-        return tuple(sum(self.head_sizes[:task]) for task in range(len(self.head_sizes)))
-
-
-@dataclass(frozen=True)
-class StepInfo:
-    """Where a training step is: the epoch and the batch index b (0-based) out of B batches in the epoch."""
-
-    stage: int
-    epoch: int
-    batch: int
-    n_batches: int
-
-
-@dataclass(frozen=True)
-class EpochLog:
-    """One epoch of one task, as reported to the progress callback."""
-
-    stage: int
-    epoch: int
-    lr: float
-    train_loss: float
-    valid_loss: float
-    valid_accuracy: float
-    improved: bool
-
-
-@dataclass(frozen=True)
-class TaskLog:
-    """How training a task went: epochs run, best validation values, time."""
-
-    stage: int
-    epochs: int
-    best_epoch: int
-    best_valid_loss: float
-    final_lr: float
-    seconds: float
-    batches: int
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """Mean loss and accuracy of a model on one split."""
-
-    loss: float
-    accuracy: float
-    n: int
-
-
-TASK_AWARE = "task-aware"
-TASK_AGNOSTIC = "task-agnostic"
-
-
-ProgressCallback = Callable[[EpochLog], None]
-
-
-def multihead_loss(features: torch.Tensor, heads: torch.nn.ModuleList, batch: Batch, n_heads: int,
-                   reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
-    """Cross-entropy of each sample on its own task's head: (loss, number correct).
-
-    Every head is applied to every sample (heads are small) and the per-sample loss is picked by task id,
-    which avoids data-dependent indexing (no host-device sync).
-    """
-    assert batch.task_ids is not None
-    losses = torch.zeros_like(batch.targets, dtype=features.dtype)  # (B,)
-    correct = torch.zeros_like(batch.targets, dtype=torch.bool)  # (B,)
-    for task in range(n_heads):
-        logits = heads[task](features)  # (B, n_task)
-        mine = batch.task_ids == task  # (B,)
-        targets = torch.where(mine, batch.targets, torch.zeros_like(batch.targets))
-        task_losses = functional.cross_entropy(logits, targets, reduction="none")
-        losses = torch.where(mine, task_losses, losses)
-        correct = torch.where(mine, logits.argmax(1) == targets, correct)
-    loss = losses.mean() if reduction == "mean" else losses.sum()
-    return loss, correct.sum()
-
-
-class PlateauSchedule:
-    """The paper's lr schedule and early stopping as a small state machine on validation losses."""
-
-    def __init__(self, training: TrainingSpec, lr: float | None = None) -> None:
-        self.training = training
-        self.lr = training.lr if lr is None else lr
-        self.patience = training.patience
-        self.best_loss = float("inf")
-        self.stopped = False
-
-    def step(self, valid_loss: float) -> tuple[bool, bool]:
-        """Record one epoch's validation loss; returns (improved, lr_changed). Sets `stopped` when done."""
-        if valid_loss < self.best_loss:
-            self.best_loss = valid_loss
-            self.patience = self.training.patience
-            return True, False
-        self.patience -= 1
-        if self.patience > 0:
-            return False, False
-        self.lr /= self.training.lr_factor
-        if self.lr < self.training.lr_min:
-            self.stopped = True
-            return False, False
-        self.patience = self.training.patience
-        return False, True
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"lr": self.lr, "patience": self.patience, "best_loss": self.best_loss, "stopped": self.stopped}
-
-
-# ---------------------------------------------------------------------- shared parameter helpers
-
-ParameterDict = dict[str, torch.Tensor]
-"""Parameter name -> tensor, e.g. an anchor of weights kept in `extra_state`."""
-
-
-def named_body_parameters(network: MultiHeadNet) -> list[tuple[str, torch.nn.Parameter]]:
-    """(name, parameter) of a multi-head network's shared body: every parameter except the task heads'."""
-    body = {id(parameter) for parameter in network.body_parameters()}
-    return [(name, parameter) for name, parameter in network.named_parameters() if id(parameter) in body]
-
-
-def named_shared_parameters(network: MultiHeadNet) -> list[tuple[str, torch.nn.Parameter]]:
-    """(name, parameter) of what several tasks use: the body, and a head tied across tasks (the domain scenario's
-    shared head, `MultiHeadNet.tie_heads`); a head used by one task only is left out. Without tied heads this is
-    `named_body_parameters`."""
-    if network.heads_tied:
-        return list(network.named_parameters())
-    private = {id(parameter) for parameter in network.heads.parameters()}
-    return [(name, parameter) for name, parameter in network.named_parameters() if id(parameter) not in private]
-
-
-def detached_parameters(module: torch.nn.Module | list[tuple[str, torch.nn.Parameter]]) -> ParameterDict:
-    """A detached copy of named parameters (a module's, or `(name, parameter)` pairs): an anchor to keep."""
-    pairs = module.named_parameters() if isinstance(module, torch.nn.Module) else module
-    return {name: parameter.detach().clone() for name, parameter in pairs}
-
-
-def tensors_to(tensors: ParameterDict, device: torch.device) -> ParameterDict:
-    """Move a dict of tensors (from a checkpoint's `extra_state`) to the approach's device."""
-    return {name: tensor.to(device) for name, tensor in tensors.items()}
-
-
-# ---------------------------------------------------------------------- the registry
-
-REGISTRY: dict[str, type[Approach]] = {}
-ORIGINS: dict[str, dict[str, Any]] = {}  # name -> where a plugin came from (`clbench.approaches.plugins`)
-
-
-class DuplicateApproachError(SpecError, ValueError):
-    """Two approaches share a name; the message names both origins."""
-
-
-def describe_origin(cls: type) -> str:
-    """Where an approach class comes from, in words (its plugin origin if known, else its module and file)."""
-    origin = ORIGINS.get(getattr(cls, "name", ""))
-    if origin is not None and REGISTRY.get(cls.name) is cls:
-        return origin["description"]
-    module = sys.modules.get(cls.__module__)
-    path = getattr(module, "__file__", None)
-    kind = "built-in" if cls.__module__.startswith("clbench.") else "module"
-    return f"{kind} {cls.__module__}" + (f" ({path})" if path and kind == "module" else "")
-
-
-def register(cls: type[Approach]) -> type[Approach]:
-    """Class decorator: register an approach under `cls.name` (a duplicate name is an error)."""
-    if not cls.name:
-        raise SpecError(f"approach class {cls.__module__}.{cls.__qualname__} has no `name`: set the class "
-                        f"attribute `name = \"my-method\"`")
-    check_name(cls.name, f"the name of approach class {cls.__module__}.{cls.__qualname__}")
-    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
-        raise DuplicateApproachError(f"approach name {cls.name!r} is taken twice: by "
-                                     f"{describe_origin(REGISTRY[cls.name])} and by {describe_origin(cls)}; "
-                                     f"rename one (its class attribute `name`)")
-    REGISTRY[cls.name] = cls
-    return cls
+from clbench.spec import DataSpec, NetworkSpec, TrainingSpec
 
 
 class Approach:
@@ -305,17 +87,17 @@ class Approach:
     unsupported_networks: ClassVar[dict[str, str]] = {}
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
-        self.check_network(context.network)
+        problem = self.network_problem(context.network)
+        if problem is not None:
+            raise SpecError(problem)
         self.context = context
         self.hparams = hyperparameters
         self.device = context.device
         self.network: nn.Module = self.build_network().to(self.device)
         trains_with_base_loss = type(self).loss is Approach.loss and type(self).learn_task is Approach.learn_task
-        if self.class_scenario and trains_with_base_loss and not isinstance(self.network, MultiHeadNet):
-            raise SpecError(f"approach {self.name}: data.scenario=class needs a network with `features` and "
-                            f"`heads` (a MultiHeadNet); this one is a {type(self.network).__name__}: run it with "
-                            f"data.scenario=task, or set `needs_task_id = True` on the approach class")
-        self.check_domain_network(trains_with_base_loss)
+        problem = scenario_network_problem(type(self), context.scenario, self.network, trains_with_base_loss)
+        if problem is not None:
+            raise SpecError(problem)
         self.offsets = torch.tensor(context.class_offsets, dtype=torch.long, device=self.device)  # (T,)
         if context.training.compile:
             compile_network(self.network)
@@ -325,28 +107,14 @@ class Approach:
     @classmethod
     def network_problem(cls, network: NetworkSpec) -> str | None:
         """Why the approach cannot run on this body (`unsupported_networks`), or None if it can."""
-        reason = cls.unsupported_networks.get(network.kind)
-        if reason is None:
-            return None
-        return f"approach {cls.name} does not run on `network.kind` {network.kind}: {reason}"
-
-    @classmethod
-    def check_network(cls, network: NetworkSpec) -> None:
-        """SpecError (one line, with the reason) if the approach cannot run on this body."""
-        problem = cls.network_problem(network)
-        if problem is not None:
-            raise SpecError(problem)
+        return unsupported_network_problem(cls.name, cls.unsupported_networks, network.kind)
 
     @classmethod
     def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
         """Why this approach cannot run under `training` (its resolved protocol) and `data` (None if it can):
         checked for every approach before any run starts (`clbench.approaches.resolve`). The base loop's early
         stopping needs a validation split."""
-        if training.early_stopping and data.validation_fraction == 0:
-            return ("training.early_stopping is true but data.validation_fraction is 0: early stopping needs a "
-                    "validation split; set training.early_stopping=false (exactly max_epochs epochs, the last "
-                    "weights kept) or a validation fraction above 0")
-        return None
+        return early_stopping_problem(training, data)
 
     # ------------------------------------------------------------------ hooks
     def build_network(self) -> nn.Module:
@@ -380,11 +148,9 @@ class Approach:
         if self.class_scenario:
             features = self.multihead.features(batch.inputs)
             loss, correct = self.class_cross_entropy(features, batch, stage, reduction="sum")
-            return loss + self.penalty(stage) * batch.targets.shape[0], correct
-        logits = self.predict(batch.inputs, batch.task)
-        loss = functional.cross_entropy(logits, batch.targets, reduction="sum")
-        loss = loss + self.penalty(stage) * batch.targets.shape[0]
-        return loss, (logits.argmax(1) == batch.targets).sum()
+        else:
+            loss, correct = losses.head_cross_entropy(self.predict(batch.inputs, batch.task), batch.targets, "sum")
+        return loss + self.penalty(stage) * batch.targets.shape[0], correct
 
     # ------------------------------------------------------------------ scenarios
     @property
@@ -397,40 +163,14 @@ class Approach:
         """True in the domain scenario (`data.scenario: domain`): one head shared by every task, no task id."""
         return self.context.scenario == "domain"
 
-    def check_domain_network(self, trains_with_base_loss: bool) -> None:
-        """SpecError, in the domain scenario, for an approach refused there (`scenario_refusal`), or a multi-head
-        network without tied heads (e.g. a plugin's `build_network` that builds its own), or another network trained
-        by the base loss: the shared head is what the scenario is."""
-        if not self.domain_scenario:
-            return
-        refusal = scenario_refusal(type(self), "domain")
-        if refusal is not None:
-            raise SpecError(refusal)
-        network = self.network
-        untied = isinstance(network, MultiHeadNet) and not network.heads_tied
-        if untied or (not isinstance(network, MultiHeadNet) and trains_with_base_loss):
-            raise SpecError(f"approach {self.name}: data.scenario=domain needs a MultiHeadNet with one head shared "
-                            f"by every task (`MultiHeadNet.tie_heads()` in `build_network`); this one is a "
-                            f"{type(self.network).__name__} without tied heads")
-
     def class_targets(self, batch: Batch) -> torch.Tensor:
         """The batch's targets as indices into the output over every class: task t's class c -> offset_t + c."""
-        if batch.task_ids is not None:
-            return batch.targets + self.offsets.index_select(0, batch.task_ids)  # (B,)
-        return batch.targets + self.context.class_offsets[batch.task]  # (B,)
+        return losses.class_targets(batch, self.offsets, self.context.class_offsets)  # (B,)
 
     def seen_logits(self, features: torch.Tensor, n_tasks: int) -> torch.Tensor:
-        """The heads of tasks 0..n_tasks-1 on `features`, concatenated: (B, sum of their classes).
-
-        With `training.class_loss: all` in the class scenario the output over every class is one linear map, the
-        heads' weights side by side (`MultiHeadNet.all_heads`: one matrix product, as Mammoth's single classifier,
-        equal to the concatenation up to float rounding); otherwise each head is applied on its own, as every run
-        stored before `class_loss` computed it, and a head tied across tasks (the domain scenario's shared head)
-        once: (B, C)."""
-        heads = self.multihead.heads
-        if n_tasks == len(heads) and self.loss_over_every_output:
-            return self.multihead.all_heads(features)
-        return torch.cat([heads[task](features) for task in self.multihead.distinct_heads(n_tasks)], dim=1)
+        """The heads of tasks 0..n_tasks-1 on `features`, concatenated: (B, sum of their classes); one linear map
+        over every output with `training.class_loss: all` in the class scenario (`losses.seen_logits`)."""
+        return losses.seen_logits(self.multihead, features, n_tasks, self.loss_over_every_output)
 
     def scenario_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,
                                reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
@@ -442,10 +182,9 @@ class Approach:
         if self.domain_scenario:
             return self.domain_cross_entropy(features, batch, reduction)
         if batch.task_ids is not None:
-            return multihead_loss(features, self.multihead.heads, batch, stage + 1, reduction)
+            return losses.multihead_loss(features, self.multihead.heads, batch, stage + 1, reduction)
         logits = self.multihead.heads[batch.task](features)  # (B, n_task)
-        loss = functional.cross_entropy(logits, batch.targets, reduction=reduction)
-        return loss, (logits.argmax(1) == batch.targets).sum()
+        return losses.head_cross_entropy(logits, batch.targets, reduction)
 
     @property
     def loss_over_every_output(self) -> bool:
@@ -462,17 +201,14 @@ class Approach:
         """(cross-entropy over the classes of `loss_tasks(stage)` tasks, number correct): the class scenario's
         loss, over the classes of tasks 0..stage (`training.class_loss: seen`) or over every output (`all`)."""
         logits = self.seen_logits(features, self.loss_tasks(stage))  # (B, classes in the loss)
-        targets = self.class_targets(batch)  # (B,)
-        loss = functional.cross_entropy(logits, targets, reduction=reduction)
-        return loss, (logits.argmax(1) == targets).sum()
+        return losses.head_cross_entropy(logits, self.class_targets(batch), reduction)
 
     def domain_cross_entropy(self, features: torch.Tensor, batch: Batch,
                              reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
         """(cross-entropy on the shared head, number correct): the domain scenario's loss, whatever tasks the batch
         mixes; the target is the class within the sample's task."""
         logits = self.multihead.heads[0](features)  # (B, C): every task's head is this one
-        loss = functional.cross_entropy(logits, batch.targets, reduction=reduction)
-        return loss, (logits.argmax(1) == batch.targets).sum()
+        return losses.head_cross_entropy(logits, batch.targets, reduction)
 
     def penalty(self, stage: int) -> torch.Tensor | float:
         """The approach's regulariser, added to the training and validation loss (default 0)."""
@@ -674,45 +410,17 @@ class Approach:
             return {TASK_AWARE: self.evaluate(data, task)}
         self.network.eval()
         start, width = self.context.class_offsets[task], self.context.head_sizes[task]
-        sums = torch.zeros(4, device=self.device)  # aware loss, aware correct, agnostic loss, agnostic correct
-        with torch.inference_mode(), self.autocast():
-            for chunk in data.batches(self.training_protocol.eval_batch_size):
-                batch = data.batch(chunk)
-                logits = self.predict_classes(batch.inputs, n_candidates)  # (B, classes of n_candidates tasks)
-                own = logits[:, start:start + width]  # (B, n_task): the task's head
-                targets = batch.targets + start  # (B,) global class indices
-                sums += torch.stack([
-                    functional.cross_entropy(own, batch.targets, reduction="sum").float(),
-                    (own.argmax(1) == batch.targets).sum().float(),
-                    functional.cross_entropy(logits, targets, reduction="sum").float(),
-                    (logits.argmax(1) == targets).sum().float()])
-        loss_aware, right_aware, loss_agnostic, right_agnostic = sums.tolist()
-        n = max(1, len(data))
-        return {TASK_AWARE: Evaluation(loss_aware / n, right_aware / n, len(data)),
-                TASK_AGNOSTIC: Evaluation(loss_agnostic / n, right_agnostic / n, len(data))}
+        return aware_and_agnostic(data, lambda inputs: self.predict_classes(inputs, n_candidates), start, width,
+                                  self.training_protocol.eval_batch_size, self.device, self.autocast)
 
     def test_loss(self, batch: Batch, task: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(summed cross-entropy, number correct) of task `task`'s head on a test batch."""
-        logits = self.predict(batch.inputs, task)
-        correct = (logits.argmax(1) == batch.targets).sum()
-        return functional.cross_entropy(logits, batch.targets, reduction="sum"), correct
+        return losses.head_cross_entropy(self.predict(batch.inputs, task), batch.targets, "sum")
 
-    def sum_over_batches(self, data: LabelledData,
-                         measure: Callable[[Batch], tuple[torch.Tensor, torch.Tensor]]) -> Evaluation:
-        """Mean loss and accuracy of `measure` over `data` in large batches (eval mode, inference mode).
-
-        Sums stay on the device; one host sync at the end.
-        """
+    def sum_over_batches(self, data: LabelledData, measure: Measure) -> Evaluation:
+        """Mean loss and accuracy of `measure` over `data` in large batches (eval mode, inference mode)."""
         self.network.eval()
-        loss_sum = torch.zeros((), device=self.device)
-        correct = torch.zeros((), device=self.device, dtype=torch.long)
-        with torch.inference_mode(), self.autocast():
-            for chunk in data.batches(self.training_protocol.eval_batch_size):
-                loss, right = measure(data.batch(chunk))
-                loss_sum += loss.float()
-                correct += right
-        n = max(1, len(data))
-        return Evaluation(float(loss_sum) / n, float(correct) / n, len(data))
+        return mean_over_batches(data, measure, self.training_protocol.eval_batch_size, self.device, self.autocast)
 
     # ------------------------------------------------------------------ state
     def snapshot(self) -> dict[str, torch.Tensor]:
@@ -745,30 +453,6 @@ class Approach:
         assert isinstance(self.network, MultiHeadNet)
         return self.network
 
-
-def scenario_refusal(cls: type[Approach], scenario: str) -> str | None:
-    """Why approach class `cls` cannot run in `scenario` (one line), or None if it can: in the domain scenario the
-    approaches that need the task id (`needs_task_id`: their masks, paths or columns are chosen by it, and the
-    scenario gives none) and those that say why they refuse it (`refuses_domain`)."""
-    if scenario != "domain":
-        return None
-    if cls.needs_task_id:
-        return (f"approach {cls.name} needs the task id (its prediction picks the task's masks, paths or columns), "
-                f"which data.scenario=domain does not give: run it with data.scenario=task")
-    if cls.refuses_domain:
-        return f"approach {cls.name} does not run with data.scenario=domain: {cls.refuses_domain}"
-    return None
-
-
-def tensor_bytes(state: Any) -> int:
-    """Bytes of the tensors in a nest of dicts, lists and tuples (keys naming a `generator` left out)."""
-    if isinstance(state, torch.Tensor):
-        return state.numel() * state.element_size()
-    if isinstance(state, dict):
-        return sum(tensor_bytes(value) for key, value in state.items() if "generator" not in str(key))
-    if isinstance(state, (list, tuple)):
-        return sum(tensor_bytes(value) for value in state)
-    return 0
 
 
 def compile_network(network: nn.Module) -> None:

@@ -19,7 +19,9 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, tensors_to
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters
+from clbench.approaches.parameters import tensors_to
 from clbench.approaches.regularizers import (
     ParameterDict,
     detached_copy,

@@ -23,7 +23,9 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, named_shared_parameters, tensors_to
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters
+from clbench.approaches.parameters import named_shared_parameters, tensors_to
 from clbench.approaches.regularizers import (
     ParameterDict,
     detached_copy,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, tensors_to
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.parameters import tensors_to
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 
 

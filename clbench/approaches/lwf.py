@@ -20,41 +20,12 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo, tensors_to
-from clbench.approaches.regularizers import ParameterDict, distillation_loss, frozen_network
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.previous_model import PreviousModel
+from clbench.approaches.regularizers import distillation_loss
 from clbench.data.tasks import Batch, TaskSequence
-from clbench.nets import MultiHeadNet
 from clbench.spec.fields import field
-
-
-class WithPreviousModel(Approach):
-    """Keeps a frozen copy of the network as it was after the previous task (LwF, LFL)."""
-
-    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
-        super().__init__(context, hyperparameters)
-        self.previous_weights: ParameterDict = {}  # state_dict after the previous task; {} before task 2
-        self.previous: MultiHeadNet | None = None  # built from previous_weights: eval mode, no gradients
-
-    def end_task(self, stage: int, tasks: TaskSequence) -> None:
-        self.set_previous(self.snapshot())
-
-    def set_previous(self, weights: ParameterDict) -> None:
-        self.previous_weights = weights
-        self.previous = frozen_network(self.build_network, weights, self.device) if weights else None  # type: ignore[assignment]
-
-    def require_previous(self, stage: int) -> MultiHeadNet:
-        """The previous model; training a later task without it (state not loaded) is an error."""
-        if self.previous is None:
-            raise RuntimeError(f"{self.name}: stage {stage + 1} needs the model of the previous task (load the "
-                               "approach's state)")
-        return self.previous
-
-    def extra_state(self) -> dict[str, Any]:
-        return {"previous_network": self.previous_weights}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        weights = state.get("previous_network", {})
-        self.set_previous(tensors_to(weights, self.device))
 
 
 @dataclass(frozen=True)
@@ -68,7 +39,7 @@ class LwFHyperparameters(Hyperparameters):
                                         "1, 2, 4)", minimum=1e-3)
 
 
-class LwF(WithPreviousModel):
+class LwF(Approach):
     """Cross-entropy on the new task plus distillation of every earlier head towards the previous model."""
 
     name = "lwf"
@@ -76,17 +47,27 @@ class LwF(WithPreviousModel):
     hyperparameters_class = LwFHyperparameters
     hparams: LwFHyperparameters
 
+    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
+        super().__init__(context, hyperparameters)
+        self.previous = PreviousModel(self.build_network, self.device, self.name)
+
+    def end_task(self, stage: int, tasks: TaskSequence) -> None:
+        self.previous.remember(self.network)
+
+    def extra_state(self) -> dict[str, Any]:
+        return self.previous.state()
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self.previous.load_state(state)
+
     def distillation(self, inputs: torch.Tensor, features: torch.Tensor, stage: int) -> torch.Tensor:
         """Per-sample distillation summed over the heads of tasks < `stage`: (B,); zeros on the first task."""
         total = torch.zeros(features.shape[0], device=features.device, dtype=features.dtype)  # (B,)
         if stage == 0:
             return total
-        previous = self.require_previous(stage)
-        with torch.no_grad():
-            previous_features = previous.features(inputs)  # (B, F)
-        for task in self.multihead.distinct_heads(stage):  # the domain scenario's shared head: once
+        tasks = self.multihead.distinct_heads(stage)  # the domain scenario's shared head: once
+        for task, previous_logits in zip(tasks, self.previous.logits(inputs, tasks, stage)):  # (B, n_task) each
             logits = self.multihead.heads[task](features)  # (B, n_task)
-            previous_logits = previous.heads[task](previous_features)  # (B, n_task)
             total = total + distillation_loss(logits, previous_logits, self.hparams.temperature)
         return total
 

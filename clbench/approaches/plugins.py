@@ -1,14 +1,15 @@
-"""Approaches from outside clbench: a file or module named on the command line, or an installed entry point.
+"""Finding approaches outside clbench: a file or module named on the command line, or an installed entry point.
 
-Two ways in, both registered like a built-in (same hyper-parameter validation, `--set <name>.<key>=...`,
-`clbench list`, results folder `<benchmark>/<name>/...`):
-- a method spec `path/to/file.py:ClassName` or `package.module:ClassName` (`load_method`);
+Two ways in, both registered like a built-in by `clbench.approaches.registry` (same hyper-parameter validation,
+`--set <name>.<key>=...`, `clbench list`, results folder `<benchmark>/<name>/...`):
+- a method spec `path/to/file.py:ClassName` or `package.module:ClassName` (`import_method`);
 - an entry point in the group `clbench.approaches` of an installed distribution, e.g. in its pyproject.toml
   `[project.entry-points."clbench.approaches"] l2transfer = "my_package.module:L2Transfer"`
-  (`load_entry_points`, called by `approach_names` and `lookup`).
+  (`entry_point_approaches`).
 
-Each plugin's origin (kind, module, file + sha256, or distribution + version) is kept in `ORIGINS` and stored
-with its runs. `reload_spec` is what a worker process needs to import the plugin again.
+This module imports, checks and describes the classes: each comes with its origin (kind, module, file + sha256, or
+distribution + version), which the registry keeps in `ORIGINS` and every run stores, and with what identifies its
+code in the runs' config hash (`origin_code_identity`). It never reads or writes the registry's table.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ import importlib
 import importlib.metadata
 import importlib.util
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from clbench.approaches.base import ORIGINS, REGISTRY, Approach, Hyperparameters, describe_origin, register
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import Hyperparameters
 from clbench.errors import SpecError
 
 ENTRY_POINT_GROUP = "clbench.approaches"
@@ -34,8 +37,8 @@ def is_method_spec(text: str) -> bool:
     return ":" in text
 
 
-def load_method(text: str) -> str:
-    """Import the approach class a method spec names, register it, and return its registered name."""
+def import_method(text: str) -> tuple[type[Approach], dict[str, Any]]:
+    """The approach class a method spec names, imported and checked, with its origin."""
     target, _, class_name = text.rpartition(":")
     if not target or not class_name.isidentifier():
         raise SpecError(f"--method {text!r}: use path/to/file.py:ClassName or package.module:ClassName")
@@ -49,16 +52,10 @@ def load_method(text: str) -> str:
     cls = _approach_class(module, class_name, text)
     origin.update(cls=f"{cls.__module__}.{cls.__qualname__}", spec=text, reload=text,
                   description=_describe(origin, text))
-    return _register_plugin(cls, origin)
+    return cls, origin
 
 
-def load_methods(texts: list[str]) -> list[str]:
-    """Registered names of `--method` entries: plain names as given, method specs loaded (in order)."""
-    load_entry_points()
-    return [load_method(text) if is_method_spec(text) else _plain_name(text) for text in texts]
-
-
-def _plain_name(text: str) -> str:
+def plain_name(text: str) -> str:
     """`text` (a registered name), or SpecError when it is a file without `:ClassName` (`-m my_method.py`)."""
     if not (text.endswith(".py") or "/" in text or "\\" in text):
         return text
@@ -80,15 +77,9 @@ def approach_classes(module: Any) -> list[str]:
                   if isinstance(value, type) and issubclass(value, Approach) and value is not Approach)
 
 
-def method_argument(name: str) -> str:
-    """How `--method` names approach `name` in a printed command: a plugin's file or module spec, else the name."""
-    origin = ORIGINS.get(name)
-    return str(origin["spec"]) if origin and origin.get("spec") else name
-
-
-def load_entry_points() -> list[str]:
-    """Register every approach of the `clbench.approaches` entry-point group; returns their names."""
-    names = []
+def entry_point_approaches() -> Iterator[tuple[type[Approach], dict[str, Any]]]:
+    """Each approach class of the `clbench.approaches` entry-point group, loaded and checked, with its origin (one at
+    a time: the registry registers each before the next is loaded)."""
     for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         distribution = entry_point.dist
         dist_name = distribution.metadata["Name"] if distribution is not None else None
@@ -104,51 +95,21 @@ def load_entry_points() -> list[str]:
                   "distribution": dist_name, "version": version, "module": cls.__module__,
                   "cls": f"{cls.__module__}.{cls.__qualname__}", "reload": f"entry-point:{entry_point.name}",
                   "description": f"{where} {version or ''}".strip()}
-        names.append(_register_plugin(cls, origin))
-    return names
+        yield cls, origin
 
 
-def reload_spec(name: str) -> str | None:
-    """What a worker process passes to `ensure_loaded` to register approach `name` again (None: built-in)."""
-    origin = ORIGINS.get(name)
-    return origin["reload"] if origin else None
-
-
-def ensure_loaded(reload: str | None) -> None:
-    """Re-register a plugin in this process (a spawned worker) from its `reload_spec`."""
-    if reload is None:
-        return
-    if reload.startswith("entry-point:"):
-        load_entry_points()
-    else:
-        load_method(reload)
-
-
-def origin_of(name: str) -> dict[str, Any]:
-    """The provenance of approach `name`: its plugin origin, or `{"kind": "built-in", "module": ...}`."""
-    if name in ORIGINS:
-        return {key: value for key, value in ORIGINS[name].items() if key not in ("reload", "description")}
-    cls = REGISTRY[name]
-    return {"kind": "built-in", "module": cls.__module__}
-
-
-def code_identity(name: str) -> dict[str, Any] | None:
-    """What identifies the code of approach `name` in its runs' config hash; None for a built-in.
+def origin_code_identity(origin: dict[str, Any], module_name: str) -> dict[str, Any]:
+    """What identifies a plugin's code in its runs' config hash, from its origin and its class's module.
 
     A plugin file: its sha256. A module or an installed entry point: the sha256 of its package's Python files
-    (where they can be found), and for an entry point its distribution and version. Built-ins return None, so that
-    their config hashes (and existing results) stay as they were; their code is recorded by the clbench version and
-    git commit in every run's provenance.
+    (where they can be found), and for an entry point its distribution and version.
     """
-    origin = ORIGINS.get(name)
-    if origin is None:
-        return None
     if origin["kind"] == "file":
         return {"kind": "file", "sha256": origin["sha256"]}
     identity: dict[str, Any] = {"kind": origin["kind"]}
     if origin["kind"] == "entry-point":
         identity.update(distribution=origin.get("distribution"), version=origin.get("version"))
-    files_hash = package_sha256(REGISTRY[name].__module__)
+    files_hash = package_sha256(module_name)
     if files_hash is not None:
         identity["sha256"] = files_hash
     return identity
@@ -179,18 +140,6 @@ def code_text(identity: dict[str, Any] | None) -> str:
     version = f"{identity['distribution']} {identity['version']}, " if identity.get("version") else ""
     digest = identity.get("sha256")
     return f"{version}sha256 {digest[:12]}" if digest else f"{version}files not hashed".rstrip(", ")
-
-
-def origin_label(name: str) -> str:
-    """A short origin for tables: `built-in`, the file path, the module, or `dist version`."""
-    origin = origin_of(name)
-    if origin["kind"] == "file":
-        return f"file {origin['path']}"
-    if origin["kind"] == "module":
-        return f"module {origin['module']}"
-    if origin["kind"] == "entry-point":
-        return f"package {origin['distribution']} {origin['version']}"
-    return "built-in"
 
 
 def file_sha256(path: Path) -> str:
@@ -271,13 +220,3 @@ def _check_class_attributes(cls: type[Approach], where: str) -> None:
                         f"derived from clbench.api.Hyperparameters; declare it with @dataclass(frozen=True) and "
                         f"derive it from cl.Hyperparameters")
 
-
-def _register_plugin(cls: type[Approach], origin: dict[str, Any]) -> str:
-    """Register `cls` (if its import did not already) with its origin; a name clash names both origins."""
-    existing = REGISTRY.get(cls.name)
-    if existing is not None and existing is not cls:
-        raise SpecError(f"approach name {cls.name!r} is taken twice: by {describe_origin(existing)} and by "
-                        f"{origin['description']}; rename one (its class attribute `name`)")
-    register(cls)
-    ORIGINS[cls.name] = origin
-    return cls.name

@@ -22,10 +22,10 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import (
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import (
     TASK_AGNOSTIC,
     TASK_AWARE,
-    Approach,
     ApproachContext,
     Evaluation,
     Hyperparameters,

@@ -1,36 +1,83 @@
-"""The approach registry: built-ins (the `BUILTINS` table of `clbench.approaches`), installed entry points and
-plugins loaded so far, under their names; validating a spec's approach sections against it.
+"""The approach registry: one table of approach names -> classes that built-ins and plugins share, where each
+plugin came from, and the one place that writes them.
 
-Importing this module imports and registers every built-in, each through its "module:Class" string, as a plugin
-named on the command line is; `clbench.approaches.plugins` adds entry points and method specs (`file.py:Class`,
-`package.module:Class`): `approach_names` and `lookup` register the installed entry points of the group
-`clbench.approaches`, and `lookup` accepts a method spec.
+Importing this module registers every built-in (the `BUILTINS` table of `clbench.approaches`), each through its
+"module:Class" string, as a plugin named on the command line is. `register` adds a class; a name taken twice is an
+error that names both origins (`DuplicateApproachError`). Plugins found by `clbench.approaches.plugins` are
+registered with their origin: a method spec (`file.py:Class`, `package.module:Class`; `load_method`) and the
+installed entry points of the group `clbench.approaches` (`load_entry_points`, which `approach_names` and `lookup`
+call first). What the table says about a name: `lookup`, `approach_names`, and its origin (`origin_of`,
+`origin_label`, `method_argument`, `code_identity`, `reload_spec` for a worker process to `ensure_loaded` it).
 """
 
 from __future__ import annotations
 
-import copy
 import importlib
-from dataclasses import dataclass, replace
+import sys
 from typing import Any
 
 from clbench.approaches import BUILTINS
-from clbench.approaches.base import ORIGINS, REGISTRY, Approach, ApproachContext, Hyperparameters, register
+from clbench.approaches.base import Approach
 from clbench.approaches.plugins import (
-    ensure_loaded,
+    entry_point_approaches,
+    import_method,
     is_method_spec,
-    load_entry_points,
-    load_method,
-    load_methods,
-    reload_spec,
+    origin_code_identity,
+    plain_name,
 )
 from clbench.errors import SpecError
-from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections
-from clbench.spec.fields import build, identity_dict, origin_of, to_dict
-from clbench.spec.grid import GridAxis, value_text
+from clbench.spec import check_name
 
-__all__ = ["ORIGINS", "REGISTRY", "Approach", "ApproachContext", "Hyperparameters", "ResolvedApproach", "resolve",
-           "check_default_grids", "approach_names", "load_builtin", "load_methods", "lookup"]
+__all__ = ["ORIGINS", "REGISTRY", "DuplicateApproachError", "approach_names", "code_identity", "describe_origin",
+           "ensure_loaded", "load_builtin", "load_entry_points", "load_method", "load_methods", "lookup",
+           "method_argument", "origin_label", "origin_of", "register", "register_plugin", "reload_spec"]
+
+REGISTRY: dict[str, type[Approach]] = {}
+"""Approach name -> class: built-ins, installed entry points and plugins loaded so far."""
+
+ORIGINS: dict[str, dict[str, Any]] = {}
+"""Plugin name -> where it came from (kind, module, file + sha256, or distribution + version; stored with its runs)."""
+
+
+class DuplicateApproachError(SpecError, ValueError):
+    """Two approaches share a name; the message names both origins."""
+
+
+def describe_origin(cls: type) -> str:
+    """Where an approach class comes from, in words (its plugin origin if known, else its module and file)."""
+    origin = ORIGINS.get(getattr(cls, "name", ""))
+    if origin is not None and REGISTRY.get(cls.name) is cls:
+        return origin["description"]
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    kind = "built-in" if cls.__module__.startswith("clbench.") else "module"
+    return f"{kind} {cls.__module__}" + (f" ({path})" if path and kind == "module" else "")
+
+
+def register(cls: type[Approach]) -> type[Approach]:
+    """Class decorator: register an approach under `cls.name` (a duplicate name is an error)."""
+    if not cls.name:
+        raise SpecError(f"approach class {cls.__module__}.{cls.__qualname__} has no `name`: set the class "
+                        f"attribute `name = \"my-method\"`")
+    check_name(cls.name, f"the name of approach class {cls.__module__}.{cls.__qualname__}")
+    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
+        raise DuplicateApproachError(f"approach name {cls.name!r} is taken twice: by "
+                                     f"{describe_origin(REGISTRY[cls.name])} and by {describe_origin(cls)}; "
+                                     f"rename one (its class attribute `name`)")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def register_plugin(cls: type[Approach], origin: dict[str, Any]) -> str:
+    """Register a plugin's class (if its import did not already) with its origin; a name clash names both
+    origins."""
+    existing = REGISTRY.get(cls.name)
+    if existing is not None and existing is not cls:
+        raise SpecError(f"approach name {cls.name!r} is taken twice: by {describe_origin(existing)} and by "
+                        f"{origin['description']}; rename one (its class attribute `name`)")
+    register(cls)
+    ORIGINS[cls.name] = origin
+    return cls.name
 
 
 def load_builtin(name: str, target: str) -> type[Approach]:
@@ -47,46 +94,26 @@ for _name, _target in BUILTINS.items():
     load_builtin(_name, _target)
 
 
+def load_method(text: str) -> str:
+    """Import the approach class a method spec names, register it, and return its registered name."""
+    return register_plugin(*import_method(text))
+
+
+def load_methods(texts: list[str]) -> list[str]:
+    """Registered names of `--method` entries: plain names as given, method specs loaded (in order)."""
+    load_entry_points()
+    return [load_method(text) if is_method_spec(text) else plain_name(text) for text in texts]
+
+
+def load_entry_points() -> list[str]:
+    """Register every approach of the `clbench.approaches` entry-point group; returns their names."""
+    return [register_plugin(cls, origin) for cls, origin in entry_point_approaches()]
+
+
 def approach_names() -> list[str]:
     """Registered approach names (built-ins, installed entry points, plugins loaded so far), sorted."""
     load_entry_points()
     return sorted(REGISTRY)
-
-
-@dataclass(frozen=True)
-class ResolvedApproach:
-    """An approach class with its validated hyper-parameters and its effective training protocol."""
-
-    cls: type[Approach]
-    hyperparameters: Hyperparameters
-    training: TrainingSpec
-
-    @property
-    def name(self) -> str:
-        return self.cls.name
-
-    def config(self) -> dict[str, Any]:
-        """Hyper-parameters and protocol (without the `added` training fields at their default, as `run_config`'s
-        data and network: stored runs keep their hashes); the approach's `revision` too once its algorithm has
-        changed."""
-        revision = {"revision": self.cls.revision} if self.cls.revision else {}
-        return {"hyperparameters": to_dict(self.hyperparameters), "training": identity_dict(self.training),
-                **revision}
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle by name plus how to import a plugin again, so a spawned worker can rebuild it."""
-        return (_rebuild_resolved, (self.name, reload_spec(self.name), to_dict(self.hyperparameters),
-                                    self.training))
-
-
-def _rebuild_resolved(name: str, reload: str | None, hyperparameters: dict[str, Any],
-                      training: TrainingSpec) -> ResolvedApproach:
-    """Unpickle a `ResolvedApproach` (in a worker: register its plugin first)."""
-    if name not in REGISTRY:
-        ensure_loaded(reload)
-    cls = lookup(name)
-    return ResolvedApproach(cls, build(cls.hyperparameters_class, hyperparameters, where=f"approaches.{name}",
-                                       source="(worker)"), training)
 
 
 def lookup(method: str) -> type[Approach]:
@@ -102,90 +129,53 @@ def lookup(method: str) -> type[Approach]:
     return REGISTRY[method]
 
 
-def resolve(spec: BenchmarkSpec, method: str, check_grids: bool = True) -> ResolvedApproach:
-    """Validate the spec's section for `method` (its `training` sub-section overrides the protocol).
-
-    `method` is a registered name or a plugin's method spec (`file.py:Class`, `package.module:Class`). Every other
-    approach section is validated too (names against the registry, keys against each dataclass), so that a typo in
-    a section of an approach that is not run, e.g. from `--grid`, is an error as well. So is every default grid
-    (`grids:`): each key must be a key of its approach and each value valid for it, refused with the message
-    `--set` gives for that key and value, and no two values may be the same once read (`1000`, `1e3`). A body the
-    approach cannot run on (`Approach.unsupported_networks`, e.g. hat on resnet18) is refused in one line.
-    """
-    cls = lookup(method)
-    problem = cls.network_problem(spec.network)
-    if problem is not None:
-        raise SpecError(f"{origin_of('network.kind', spec.source, spec.origins)}: {problem}")
-    method = cls.name
-    check_approach_sections(spec, approach_names())
-    for other in spec.approaches:
-        if other != method:
-            _build(spec, other, check_protocol=False)  # a protocol that does not suit it refuses only its runs
-    if check_grids:
-        check_default_grids(spec)
-    return _build(spec, method)
+def reload_spec(name: str) -> str | None:
+    """What a worker process passes to `ensure_loaded` to register approach `name` again (None: built-in)."""
+    origin = ORIGINS.get(name)
+    return origin["reload"] if origin else None
 
 
-def check_default_grids(spec: BenchmarkSpec) -> None:
-    """Every default grid of the spec (`grids:`) valid, as `resolve` checks it: for a caller that resolves many
-    methods of one spec, once (`resolve(..., check_grids=False)` then), since it builds one approach per value."""
-    for grid_method, axes in spec.grids.items():
-        for axis in axes:
-            _check_grid_axis(spec, grid_method, axis)
+def ensure_loaded(reload: str | None) -> None:
+    """Re-register a plugin in this process (a spawned worker) from its `reload_spec`."""
+    if reload is None:
+        return
+    if reload.startswith("entry-point:"):
+        load_entry_points()
+    else:
+        load_method(reload)
 
 
-def _check_grid_axis(spec: BenchmarkSpec, method: str, axis: GridAxis) -> None:
-    """Each value of one default-grid key, validated as `--set METHOD.KEY=VALUE` would be; distinct once typed."""
-    name = f"grids.{method}.{axis.key}"
-    where = origin_of(name, spec.source, spec.origins)
-    path = axis.key.split(".")
-    seen: list[tuple[Any, str]] = []
-    for value in axis.values:
-        text = value_text(value)
-        origin = f"{where} ({name}: {text})"
-        section = copy.deepcopy(spec.approach_section(method))
-        node = section
-        for depth, part in enumerate(path[:-1]):
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise SpecError(f"{origin}: `{'.'.join(['approaches', method, *path[:depth + 1]])}` is not a section")
-            node = child
-        node[path[-1]] = value
-        point = replace(spec, approaches={**spec.approaches, method: section},
-                        origins={**spec.origins, f"approaches.{method}.{axis.key}": origin})
-        typed = _typed_value(_build(point, method, check_protocol=False), path)
-        earlier = next((shown for other, shown in seen if other == typed), None)
-        if earlier is not None:
-            raise SpecError(f"{where}: `{name}`: {earlier} and {text} are the same value ({typed!r}); give each "
-                            f"value once")
-        seen.append((typed, text))
+def origin_of(name: str) -> dict[str, Any]:
+    """The provenance of approach `name`: its plugin origin, or `{"kind": "built-in", "module": ...}`."""
+    if name in ORIGINS:
+        return {key: value for key, value in ORIGINS[name].items() if key not in ("reload", "description")}
+    cls = REGISTRY[name]
+    return {"kind": "built-in", "module": cls.__module__}
 
 
-def _typed_value(resolved: ResolvedApproach, path: list[str]) -> Any:
-    """The validated value at a grid key: a hyper-parameter, or `training.KEY` of the approach's protocol."""
-    node: Any = resolved.training if path[0] == "training" else resolved.hyperparameters
-    for part in path[1:] if path[0] == "training" else path:
-        node = getattr(node, part)
-    return node
+def origin_label(name: str) -> str:
+    """A short origin for tables: `built-in`, the file path, the module, or `dist version`."""
+    origin = origin_of(name)
+    if origin["kind"] == "file":
+        return f"file {origin['path']}"
+    if origin["kind"] == "module":
+        return f"module {origin['module']}"
+    if origin["kind"] == "entry-point":
+        return f"package {origin['distribution']} {origin['version']}"
+    return "built-in"
 
 
-def _build(spec: BenchmarkSpec, method: str, check_protocol: bool = True) -> ResolvedApproach:
-    """`method`'s section and protocol, validated; with `check_protocol`, SpecError if the approach cannot run
-    under that protocol (`Approach.protocol_problem`): checked for the method resolved, not for the other sections
-    and default grids `resolve` validates (pathnet's section must not refuse `-m sgd` an online protocol)."""
-    cls = REGISTRY[method]
-    section = spec.approach_section(method)
-    training_overrides = section.pop("training", None) or {}
-    where = f"approaches.{method}"
-    if not isinstance(training_overrides, dict):
-        raise SpecError(f"{spec.source}: `{where}.training` must be a mapping of training keys, e.g. "
-                        f"{{max_epochs: 50}}")
-    hyperparameters = build(cls.hyperparameters_class, section, where=where, source=spec.source,
-                            origins=spec.origins)
-    merged = {**to_dict(spec.training), **training_overrides}
-    training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
-                     origins=spec.origins)
-    problem = cls.protocol_problem(training, spec.data, hyperparameters) if check_protocol else None
-    if problem is not None:
-        raise SpecError(f"{spec.source}: approach {method}: {problem}")
-    return ResolvedApproach(cls, hyperparameters, replace(training))
+def method_argument(name: str) -> str:
+    """How `--method` names approach `name` in a printed command: a plugin's file or module spec, else the name."""
+    origin = ORIGINS.get(name)
+    return str(origin["spec"]) if origin and origin.get("spec") else name
+
+
+def code_identity(name: str) -> dict[str, Any] | None:
+    """What identifies the code of approach `name` in its runs' config hash (`plugins.origin_code_identity`); None
+    for a built-in, so that their config hashes (and existing results) stay as they were; their code is recorded by
+    the clbench version and git commit in every run's provenance."""
+    origin = ORIGINS.get(name)
+    if origin is None:
+        return None
+    return origin_code_identity(origin, REGISTRY[name].__module__)

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from clbench.approaches.base import ParameterDict
+from clbench.approaches.parameters import ParameterDict
 from clbench.data.tasks import LabelledData
 
 

@@ -46,7 +46,8 @@ def bench(
     from clbench.errors import ClbenchError
     from clbench.results import check_results_folder
     from clbench.run.bench import BenchSettings, run_bench, write_bench
-    from clbench.run.engine import check_shipped_name, resolve_device
+    from clbench.run.engine import resolve_device
+    from clbench.run.plan import check_shipped_name
     from clbench.spec import command_argument, load_benchmark
 
     if amp not in AMP_CHOICES:

@@ -37,7 +37,10 @@ def evaluate(
     from rich.table import Table
 
     from clbench.results import TEST, check_results_folder, row_split
-    from clbench.run.engine import check_shipped_name, fetching_loader, plan_runs, reevaluate, resolve_device
+    from clbench.run.engine import resolve_device
+    from clbench.run.evaluate import reevaluate
+    from clbench.run.loaders import fetching_loader
+    from clbench.run.plan import check_shipped_name, plan_runs
     from clbench.spec import load_benchmark
 
     check_results_folder(results)

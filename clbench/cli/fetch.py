@@ -49,7 +49,7 @@ def fetch(
 def _check_tasks(names: list[str]) -> None:
     """The tasks of each benchmark named (its own data sets' tasks) can be trained and scored, or ClbenchError."""
     from clbench.data.custom import check_own_tasks
-    from clbench.data.sources import DATASET_NAMES
+    from clbench.spec.catalogue import DATASET_NAMES
 
     for name in names:
         if name not in DATASET_NAMES:
@@ -86,7 +86,7 @@ def fetch_targets(names: list[str]) -> list[tuple[str, CustomDataset | None]]:
     """(data set name, the spec's own data set or None for a built-in) for each data set to prepare; benchmark
     names and spec files are replaced by their data sets; order kept, duplicates dropped."""
     from clbench.data.custom import custom_datasets
-    from clbench.data.sources import DATASET_NAMES
+    from clbench.spec.catalogue import DATASET_NAMES
 
     targets: list[tuple[str, CustomDataset | None]] = []
     for name in names:
@@ -133,7 +133,8 @@ def _callback(progress: Progress) -> Any:
 def _print_table(data_dir: Path) -> None:
     from rich.table import Table
 
-    from clbench.data.sources import DATASET_NAMES, dataset_status
+    from clbench.data.sources import dataset_status
+    from clbench.spec.catalogue import DATASET_NAMES
 
     table = Table(title=f"data sets in {data_dir}")
     for column in ("name", "classes", "train", "test", "cached", "size"):

@@ -18,7 +18,7 @@ def list_command(
     from rich.table import Table
 
     from clbench.approaches import REGISTRY, approach_names
-    from clbench.approaches.plugins import origin_label
+    from clbench.approaches.registry import origin_label
     from clbench.spec import benchmark_names, load_benchmark
 
     if method:

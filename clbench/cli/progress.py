@@ -18,8 +18,9 @@ from rich.progress import (
 )
 
 if TYPE_CHECKING:
-    from clbench.approaches.base import EpochLog
-    from clbench.run.engine import RunOutcome, RunPlan
+    from clbench.approaches.datatypes import EpochLog
+    from clbench.run.engine import RunOutcome
+    from clbench.run.plan import RunPlan
 
 STATUS_STYLE = {"done": "green", "skipped": "yellow", "locked": "yellow", "failed": "red", "interrupted": "red"}
 

@@ -214,7 +214,8 @@ def _tuning_text(results: Path, name: str, fmt: str) -> str:
     """`--tuning`: one table per tuned file (each grid point's validation and test score, the chosen point, the
     point test would have chosen) and the notes (`clbench.tuning.tuning_points`); test rows of every seed."""
     from clbench.report import Table, load_results, render_tables
-    from clbench.tuning import tuned_files, tuning_points
+    from clbench.tuning.comparison import tuning_points
+    from clbench.tuning.tuned_file import tuned_files
 
     paths = tuned_files(results, name)
     if not paths:

@@ -28,8 +28,9 @@ from clbench.cli.common import (
 
 if TYPE_CHECKING:
     from clbench.data.tasks import DatasetLoader
-    from clbench.run.engine import RunOutcome, RunPlan
+    from clbench.run.engine import RunOutcome
     from clbench.run.execution import Execution
+    from clbench.run.plan import RunPlan
     from clbench.spec import BenchmarkSpec
 
 EXIT_FAILED = 1
@@ -94,7 +95,7 @@ def plan_grid(benchmark: str, methods: list[str], seeds: list[int], results: Pat
     """The specs and run plans of `clbench train BENCHMARK -m METHODS --seeds ... --set ... --grid ...`: one spec
     per grid point, every (method, seed) of each, each run folder once. Bad options fail here, before any work."""
     from clbench.data.custom import check_own_tasks
-    from clbench.run.engine import check_shipped_name, plan_runs, unique_plans
+    from clbench.run.plan import check_shipped_name, plan_runs, unique_plans
     from clbench.spec import load_benchmark
 
     override_sets = grid_override_sets(overrides, grid)
@@ -117,8 +118,8 @@ def plan_tuned(benchmark: str, methods: list[str], references: list[str], seeds:
     import dataclasses
 
     from clbench.errors import ClbenchError
-    from clbench.run.engine import unique_plans
-    from clbench.tuning import file_sha256, read_tuned
+    from clbench.run.plan import unique_plans
+    from clbench.tuning.tuned_file import file_sha256, read_tuned
 
     if grid:
         raise ClbenchError("--tuned applies the values a tuned file chose: give no --grid with it (`clbench tune` "
@@ -168,7 +169,8 @@ def execute_plans(specs: list[BenchmarkSpec], plans: list[RunPlan], execution: E
     """Run the plans (`train` and `tune`): finished runs are skipped, stopped ones resumed; the data is prepared
     first (local executor); Ctrl-C or SIGTERM exits 130 with the unfinished runs marked `interrupted`."""
     from clbench.results import is_complete
-    from clbench.run.engine import check_code, fetching_loader, prepare_data
+    from clbench.run.engine import check_code
+    from clbench.run.loaders import fetching_loader, prepare_data
 
     for plan in plans:
         if not is_complete(plan.run_dir):

@@ -32,9 +32,9 @@ from clbench.cli.train import (
 )
 
 if TYPE_CHECKING:
-    from clbench.run.engine import RunPlan
+    from clbench.run.plan import RunPlan
     from clbench.spec import BenchmarkSpec
-    from clbench.tuning import TunedChoice
+    from clbench.tuning.tuned_file import TunedChoice
 
 
 @handle_errors
@@ -61,9 +61,9 @@ def tune(
 ) -> None:
     """Tune approaches on validation data: train a grid on one seed, choose per method, write a tuned file."""
     from clbench.results import EVALUATIONS, check_results_folder
-    from clbench.run.engine import unique_plans
     from clbench.run.execution import Execution, check_execution
-    from clbench.tuning import TuningError, tuning_rule
+    from clbench.run.plan import unique_plans
+    from clbench.tuning.scoring import TuningError, tuning_rule
 
     chosen_rule = tuning_rule(rule)
     if evaluation not in EVALUATIONS:
@@ -98,7 +98,7 @@ def method_grids(benchmark: str, methods: list[str], overrides: list[str], grid:
     from clbench.approaches import REGISTRY
     from clbench.spec import load_benchmark
     from clbench.spec.grid import default_grid_options, parse_grid_spec
-    from clbench.tuning import TuningError
+    from clbench.tuning.scoring import TuningError
 
     spec = load_benchmark(benchmark, overrides)
     if spec.data.validation_fraction == 0:
@@ -126,7 +126,7 @@ def _reference_plans(benchmark: str, rule: str, seed: int, results: Path, overri
                      grid: list[str]) -> tuple[list[BenchmarkSpec], list[RunPlan]]:
     """The references the rule needs, at every grid point (a point may change what the joint must share)."""
     from clbench.errors import ClbenchError
-    from clbench.tuning import TuningError
+    from clbench.tuning.scoring import TuningError
 
     references = reference_methods()
     try:
@@ -148,7 +148,7 @@ def _rows(plans: list[RunPlan]):  # type: ignore[no-untyped-def]
 def _choose_and_write(rows, benchmark: str, base: RunPlan, grid: list[str], rule: str, evaluation: str,  # type: ignore[no-untyped-def]
                       seed: int, overrides: list[str], results: Path, force: bool) -> None:
     """Choose `base.method`'s point, print its table, write (or keep) its tuned file."""
-    from clbench.tuning import choose, tuned_path
+    from clbench.tuning.tuned_file import choose, tuned_path
 
     choice = choose(rows, base.spec.name, base.method, base.config_hash, grid, rule, evaluation, seed, overrides)
     _print_choice(choice)
@@ -166,7 +166,8 @@ def _write(path: Path, choice: TunedChoice, force: bool) -> bool:
     (or cannot be read) and `force` is not given."""
     import dataclasses
 
-    from clbench.tuning import TuningError, read_tuned, write_tuned
+    from clbench.tuning.scoring import TuningError
+    from clbench.tuning.tuned_file import read_tuned, write_tuned
 
     if path.exists():
         try:

@@ -1,9 +1,11 @@
 """The data sets of the HAT paper: where they come from, how they are converted, how they are loaded.
 
 Each data set is a `DataSource`: its upstream files (URLs, pinned checksums where known), a converter from
-the upstream format to uint8 image arrays, and the normalisation the reference implementation used. `fetch_dataset`
-downloads (from a mirror if given, else upstream), verifies and converts a data set once into the cache
-(`clbench.data.cache`); `load_dataset` memory-maps the prepared arrays.
+the upstream format to uint8 image arrays (`clbench.data.converters`), and the normalisation the reference
+implementation used; its name, class count, forms and the paper's sizes are read from the catalogue
+(`clbench.spec.catalogue`, where the spec checks them too). `fetch_dataset` downloads (from a mirror if given,
+else upstream), verifies and converts a data set once into the cache (`clbench.data.cache`); `load_dataset`
+memory-maps the prepared arrays.
 
 Forms:
     image32: (N, 3, 32, 32) uint8 for the conv net; MNIST and Fashion-MNIST zero-padded by 2 pixels on each
@@ -18,7 +20,6 @@ the mirror of another machine.
 
 from __future__ import annotations
 
-import gzip
 import logging
 import tempfile
 import types
@@ -31,7 +32,17 @@ import numpy as np
 
 from clbench import __version__
 from clbench.data import cache
-from clbench.data.archives import extract_archive, load_pickle, read_mat
+from clbench.data.converters import (
+    SPLITS,
+    Arrays,
+    convert_cifar10,
+    convert_cifar100,
+    convert_facescrub,
+    convert_mnist_like,
+    convert_notmnist,
+    convert_svhn,
+    convert_traffic_signs,
+)
 from clbench.data.download import (
     UPSTREAM_MISMATCH_ADVICE,
     Checksum,
@@ -43,15 +54,11 @@ from clbench.data.download import (
     join_url,
 )
 from clbench.errors import ClbenchError, DataNotFoundError
+from clbench.spec.catalogue import CATALOGUE, DATASET_NAMES, FORMS
 
 logger = logging.getLogger(__name__)
 
-FORMS = ("image32", "mnist28")
-SPLITS = ("train", "test")
 MIRROR_ENV = "CLBENCH_MIRROR"
-
-Arrays = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
-"""form -> split -> (images (N, C, H, W) uint8, labels (N,) int64)"""
 
 
 @dataclass(frozen=True)
@@ -121,165 +128,6 @@ class DataSource:
         raise ClbenchError(f"data set {self.name!r} has no form {form!r}; available: {available}")
 
 
-# ---------------------------------------------------------------- upstream formats -> arrays
-
-
-IDX_DTYPES = {0x08: "u1", 0x09: "i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
-
-
-def read_idx(path: Path) -> np.ndarray:
-    """Read an idx file (LeCun's MNIST format, optionally gzipped) into an array of its declared shape."""
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    if len(raw) < 4 or raw[:2] != b"\0\0" or raw[2] not in IDX_DTYPES:
-        raise ClbenchError(f"{path.name}: not an idx file (magic number {raw[:4].hex()})")
-    dtype, ndim = np.dtype(IDX_DTYPES[raw[2]]), raw[3]
-    shape = tuple(int(d) for d in np.frombuffer(raw, ">u4", ndim, offset=4))
-    offset = 4 + 4 * ndim
-    if len(raw) != offset + int(np.prod(shape)) * dtype.itemsize:
-        raise ClbenchError(f"{path.name}: idx header says {shape} but the file has {len(raw) - offset} data bytes")
-    return np.frombuffer(raw, dtype, offset=offset).reshape(shape)
-
-
-def pad_to_image32(images: np.ndarray) -> np.ndarray:
-    """(N, 28, 28) -> (N, 3, 32, 32): zero-padded by 2 pixels on each side, 3 identical channels."""
-    count, height, width = images.shape
-    top, left = (32 - height) // 2, (32 - width) // 2
-    out = np.zeros((count, 3, 32, 32), np.uint8)
-    out[:, :, top : top + height, left : left + width] = images[:, None]  # broadcast over channels
-    return out
-
-
-def _idx_split(folder: Path, prefix: str) -> tuple[np.ndarray, np.ndarray]:
-    images = read_idx(folder / f"{prefix}-images-idx3-ubyte.gz")  # (N, 28, 28)
-    labels = read_idx(folder / f"{prefix}-labels-idx1-ubyte.gz")  # (N,)
-    if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
-        raise ClbenchError(f"{prefix} idx files: images {images.shape} and labels {labels.shape} do not match")
-    return images.astype(np.uint8, copy=False), labels.astype(np.int64)
-
-
-def _convert_mnist_like(folder: Path, scratch: Path) -> Arrays:
-    splits = {"train": _idx_split(folder, "train"), "test": _idx_split(folder, "t10k")}
-    return {
-        "mnist28": {split: (images[:, None], labels) for split, (images, labels) in splits.items()},
-        "image32": {split: (pad_to_image32(images), labels) for split, (images, labels) in splits.items()},
-    }
-
-
-def _field(record: Mapping[Any, Any], key: str, source: str) -> Any:
-    """`record[key]` for pickles whose keys are str or (Python 3 reading Python 2 data) bytes."""
-    for candidate in (key, key.encode()):
-        if candidate in record:
-            return record[candidate]
-    raise ClbenchError(f"{source}: no {key!r} entry (keys: {', '.join(map(str, record))})")
-
-
-def _load_record(path: Path) -> Mapping[Any, Any]:
-    record = load_pickle(path)
-    if not isinstance(record, Mapping):
-        raise ClbenchError(f"{path.name}: expected a dict, found {type(record).__name__}")
-    return record
-
-
-def _cifar_split(folder: Path, members: tuple[str, ...], label_key: str) -> tuple[np.ndarray, np.ndarray]:
-    records = [_load_record(folder / member) for member in members]
-    data = np.concatenate([np.asarray(_field(r, "data", folder.name)) for r in records])  # (N, 3072)
-    labels = np.concatenate([np.asarray(_field(r, label_key, folder.name)) for r in records])
-    return data.reshape(-1, 3, 32, 32).astype(np.uint8, copy=False), labels.astype(np.int64)
-
-
-def _convert_cifar10(folder: Path, scratch: Path) -> Arrays:
-    extract_archive(folder / "cifar-10-python.tar.gz", scratch)
-    base = scratch / "cifar-10-batches-py"
-    train_members = tuple(f"data_batch_{index}" for index in range(1, 6))
-    return {"image32": {"train": _cifar_split(base, train_members, "labels"),
-                        "test": _cifar_split(base, ("test_batch",), "labels")}}
-
-
-def _convert_cifar100(folder: Path, scratch: Path) -> Arrays:
-    extract_archive(folder / "cifar-100-python.tar.gz", scratch)
-    base = scratch / "cifar-100-python"
-    return {"image32": {"train": _cifar_split(base, ("train",), "fine_labels"),
-                        "test": _cifar_split(base, ("test",), "fine_labels")}}
-
-
-def _svhn_split(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    variables = read_mat(path, ("X", "y"))
-    images = variables["X"]  # (32, 32, 3, N): rows, columns, channels, samples
-    labels = variables["y"].reshape(-1).astype(np.int64)  # 1..10, where 10 is the digit 0
-    labels[labels == 10] = 0
-    return np.ascontiguousarray(images.transpose(3, 2, 0, 1)).astype(np.uint8, copy=False), labels
-
-
-def _convert_svhn(folder: Path, scratch: Path) -> Arrays:
-    return {"image32": {"train": _svhn_split(folder / "train_32x32.mat"),
-                        "test": _svhn_split(folder / "test_32x32.mat")}}
-
-
-def _find_optional_member(scratch: Path, file_name: str, archive: str) -> Path | None:
-    """The extracted file called `file_name`, wherever the archive put it, or None."""
-    matches = sorted(path for path in scratch.rglob(file_name) if path.is_file())
-    if len(matches) > 1:
-        raise ClbenchError(f"{archive}: several members named {file_name}: {', '.join(map(str, matches))}")
-    return matches[0] if matches else None
-
-
-def _find_member(scratch: Path, file_name: str, archive: str) -> Path:
-    """The extracted file called `file_name`, wherever the archive put it; ClbenchError if absent."""
-    path = _find_optional_member(scratch, file_name, archive)
-    if path is None:
-        raise ClbenchError(f"{archive}: no member named {file_name}")
-    return path
-
-
-def _features_split(path: Path, layout: str) -> tuple[np.ndarray, np.ndarray]:
-    """`features`/`labels` pickles; `layout` "NHWC" or "NCHW" for the stored image axes."""
-    record = _load_record(path)
-    images = np.asarray(_field(record, "features", path.name))
-    labels = np.asarray(_field(record, "labels", path.name)).reshape(-1).astype(np.int64)
-    if images.ndim != 4 or len(images) != len(labels):
-        raise ClbenchError(f"{path.name}: features {images.shape} and labels {labels.shape} do not match")
-    if images.dtype == np.int8:  # some upstream FaceScrub pickles; the reference reads them with .astype(np.uint8)
-        images = images.view(np.uint8)
-    if images.size and (images.min() < 0 or images.max() > 255):
-        raise ClbenchError(f"{path.name}: pixel values outside 0..255")
-    if layout == "NHWC":
-        images = images.transpose(0, 3, 1, 2)
-    return np.ascontiguousarray(images, dtype=np.uint8), labels
-
-
-def _to_three_channels(images: np.ndarray) -> np.ndarray:
-    """(N, 1, H, W) -> (N, 3, H, W) with identical channels."""
-    return np.repeat(images, 3, axis=1)
-
-
-def _convert_traffic_signs(folder: Path, scratch: Path) -> Arrays:
-    archive = "traffic-sign-data.zip"
-    extract_archive(folder / archive, scratch)
-    train = _features_split(_find_member(scratch, "train.p", archive), "NHWC")
-    valid_path = _find_optional_member(scratch, "valid.p", archive)
-    if valid_path is not None:  # the 2017 re-issue split 4,410 validation images off the 39,209 training ones
-        valid = _features_split(valid_path, "NHWC")
-        train = (np.concatenate([train[0], valid[0]]), np.concatenate([train[1], valid[1]]))
-    return {"image32": {"train": train, "test": _features_split(_find_member(scratch, "test.p", archive), "NHWC")}}
-
-
-def _convert_facescrub(folder: Path, scratch: Path) -> Arrays:
-    archive = "facescrub_100.zip"
-    extract_archive(folder / archive, scratch)
-    return {"image32": {split: _features_split(_find_member(scratch, f"facescrub_{split}_100.pkl", archive), "NCHW")
-                        for split in SPLITS}}
-
-
-def _convert_notmnist(folder: Path, scratch: Path) -> Arrays:
-    archive = "notmnist.zip"
-    extract_archive(folder / archive, scratch)
-    splits = {split: _features_split(_find_member(scratch, f"notmnist_{split}.pkl", archive), "NCHW")
-              for split in SPLITS}
-    return {"image32": {split: (_to_three_channels(images), labels) for split, (images, labels) in splits.items()}}
-
-
 # ---------------------------------------------------------------- the registry
 
 
@@ -291,6 +139,15 @@ CIFAR_NORMALISATION = Normalisation(mean=(125.3 / 255, 123.0 / 255, 113.9 / 255)
                                     std=(63.0 / 255, 62.1 / 255, 66.7 / 255))
 MNIST_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+
+
+def _registered(name: str, files: tuple[UpstreamFile, ...], convert: Callable[[Path, Path], Arrays],
+                normalisations: Mapping[str, Normalisation], notes: str) -> DataSource:
+    """The DataSource of the catalogued data set `name`: its class count, forms and sizes from the catalogue."""
+    entry = CATALOGUE[name]
+    return DataSource(name, entry.n_classes, files, convert,
+                      forms=tuple((form, normalisations[form]) for form in entry.forms),
+                      paper_sizes=entry.paper_sizes, notes=notes)
 
 
 def _files(bases: tuple[str, ...], names_md5: Mapping[str, str]) -> tuple[UpstreamFile, ...]:
@@ -306,10 +163,9 @@ def _mnist() -> DataSource:
     md5 = ("f68b3c2dcbeaaa9fbdd348bbdeb94873", "d53e105ee54ea40749a09fcbcd1e9432",
            "9fb629c4189551a2d022fa330f9573f3", "ec29112dd5afa0611ce80d1b7f02629c")
     bases = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/")
-    return DataSource("mnist", 10, _files(bases, dict(zip(MNIST_FILES, md5))), _convert_mnist_like,
-                      forms=(("image32", Normalisation(_same(0.1), _same(0.2752))),
-                             ("mnist28", Normalisation((0.1307,), (0.3081,)))),
-                      paper_sizes=(60000, 10000), notes=_mnist.__doc__ or "")
+    return _registered("mnist", _files(bases, dict(zip(MNIST_FILES, md5))), convert_mnist_like,
+                       {"image32": Normalisation(_same(0.1), _same(0.2752)),
+                        "mnist28": Normalisation((0.1307,), (0.3081,))}, _mnist.__doc__ or "")
 
 
 def _fashion_mnist() -> DataSource:
@@ -322,18 +178,16 @@ def _fashion_mnist() -> DataSource:
            "bef4ecab320f06d8554ea6380940ec79", "bb300cfdad3c16e7a12a480ee83cd310")
     bases = ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
              "https://github.com/zalandoresearch/fashion-mnist/raw/master/data/fashion/")
-    return DataSource("fashion-mnist", 10, _files(bases, dict(zip(MNIST_FILES, md5))), _convert_mnist_like,
-                      forms=(("image32", Normalisation(_same(0.2190), _same(0.3318))),
-                             ("mnist28", Normalisation((0.2860,), (0.3530,)))),
-                      paper_sizes=(60000, 10000), notes=_fashion_mnist.__doc__ or "")
+    return _registered("fashion-mnist", _files(bases, dict(zip(MNIST_FILES, md5))), convert_mnist_like,
+                       {"image32": Normalisation(_same(0.2190), _same(0.3318)),
+                        "mnist28": Normalisation((0.2860,), (0.3530,))}, _fashion_mnist.__doc__ or "")
 
 
 def _cifar10() -> DataSource:
     """CIFAR-10 (Krizhevsky 2009): the python tarball torchvision uses, md5-pinned."""
     files = _files(("https://www.cs.toronto.edu/~kriz/",),
                    {"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"})
-    return DataSource("cifar10", 10, files, _convert_cifar10, forms=(("image32", CIFAR_NORMALISATION),),
-                      paper_sizes=(50000, 10000), notes=_cifar10.__doc__ or "")
+    return _registered("cifar10", files, convert_cifar10, {"image32": CIFAR_NORMALISATION}, _cifar10.__doc__ or "")
 
 
 def _cifar100() -> DataSource:
@@ -343,8 +197,8 @@ def _cifar100() -> DataSource:
     """
     files = _files(("https://www.cs.toronto.edu/~kriz/",),
                    {"cifar-100-python.tar.gz": "eb9058c3a382ffc7106e4002c42a8d85"})
-    return DataSource("cifar100", 100, files, _convert_cifar100, forms=(("image32", CIFAR_NORMALISATION),),
-                      paper_sizes=(50000, 10000), notes=_cifar100.__doc__ or "")
+    return _registered("cifar100", files, convert_cifar100, {"image32": CIFAR_NORMALISATION},
+                       _cifar100.__doc__ or "")
 
 
 def _svhn() -> DataSource:
@@ -356,9 +210,9 @@ def _svhn() -> DataSource:
     files = _files(("http://ufldl.stanford.edu/housenumbers/",),
                    {"train_32x32.mat": "e26dedcc434d2e4c54c9b2d4a06d8373",
                     "test_32x32.mat": "eb5a983be6a315427106f1b164d9cef3"})
-    return DataSource("svhn", 10, files, _convert_svhn,
-                      forms=(("image32", Normalisation((0.4377, 0.4438, 0.4728), (0.198, 0.201, 0.197))),),
-                      paper_sizes=(73257, 26032), notes=_svhn.__doc__ or "")
+    return _registered("svhn", files, convert_svhn,
+                       {"image32": Normalisation((0.4377, 0.4438, 0.4728), (0.198, 0.201, 0.197))},
+                       _svhn.__doc__ or "")
 
 
 def _traffic_signs() -> DataSource:
@@ -374,9 +228,9 @@ def _traffic_signs() -> DataSource:
             "https://d17h27t6h515a5.cloudfront.net/topher/2016/November/581faac4_traffic-signs-data/traffic-signs-data.zip",
             "https://s3-us-west-1.amazonaws.com/udacity-selfdrivingcar/traffic-signs-data.zip")
     upstream = UpstreamFile("traffic-sign-data.zip", urls, aliases=("traffic-signs-data.zip",))
-    return DataSource("traffic-signs", 43, (upstream,), _convert_traffic_signs,
-                      forms=(("image32", Normalisation((0.3398, 0.3117, 0.3210), (0.2755, 0.2647, 0.2712))),),
-                      paper_sizes=(39209, 12630), notes=_traffic_signs.__doc__ or "")
+    return _registered("traffic-signs", (upstream,), convert_traffic_signs,
+                       {"image32": Normalisation((0.3398, 0.3117, 0.3210), (0.2755, 0.2647, 0.2712))},
+                       _traffic_signs.__doc__ or "")
 
 
 def _github_file(repo: str, path: str, blob_sha1: str) -> UpstreamFile:
@@ -394,9 +248,9 @@ def _facescrub() -> DataSource:
     """
     files = (_github_file("nkundiushuti/facescrub_subset", "data/facescrub_100.zip",
                           "82e8049801f91dea209129c3a5918b93d08a68eb"),)
-    return DataSource("facescrub", 100, files, _convert_facescrub,
-                      forms=(("image32", Normalisation((0.5163, 0.5569, 0.4695), (0.2307, 0.2272, 0.2479))),),
-                      paper_sizes=(20600, 2289), notes=_facescrub.__doc__ or "")
+    return _registered("facescrub", files, convert_facescrub,
+                       {"image32": Normalisation((0.5163, 0.5569, 0.4695), (0.2307, 0.2272, 0.2479))},
+                       _facescrub.__doc__ or "")
 
 
 def _notmnist() -> DataSource:
@@ -406,16 +260,14 @@ def _notmnist() -> DataSource:
     November 2017 (commit 71981f1).
     """
     files = (_github_file("nkundiushuti/notmnist_convert", "notmnist.zip", "7ee09830b8e387acc5bc730276f14650b1e08437"),)
-    return DataSource("notmnist", 10, files, _convert_notmnist,
-                      forms=(("image32", Normalisation(_same(0.4254), _same(0.4501))),),
-                      paper_sizes=(16853, 1873), notes=_notmnist.__doc__ or "")
+    return _registered("notmnist", files, convert_notmnist,
+                       {"image32": Normalisation(_same(0.4254), _same(0.4501))}, _notmnist.__doc__ or "")
 
 
 _FACTORIES: Mapping[str, Callable[[], DataSource]] = types.MappingProxyType({
     "mnist": _mnist, "fashion-mnist": _fashion_mnist, "cifar10": _cifar10, "cifar100": _cifar100,
     "svhn": _svhn, "traffic-signs": _traffic_signs, "facescrub": _facescrub, "notmnist": _notmnist,
-})
-DATASET_NAMES: tuple[str, ...] = tuple(_FACTORIES)
+})  # one factory per catalogued data set (`clbench.spec.catalogue.DATASET_NAMES`, which keeps their order)
 
 
 def get_source(name: str) -> DataSource:

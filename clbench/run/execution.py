@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from clbench.data.tasks import DatasetLoader
-from clbench.run.engine import RunOutcome, RunPlan
+from clbench.run.engine import RunOutcome
+from clbench.run.plan import RunPlan
 from clbench.run.scheduler import (
     RunRequest,
     ScheduleListener,

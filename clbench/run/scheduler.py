@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from clbench.data.tasks import DatasetLoader
 from clbench.results import is_complete
-from clbench.run.engine import RunObserver, RunOutcome, RunPlan
+from clbench.run.engine import RunObserver, RunOutcome
+from clbench.run.plan import RunPlan
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
-    from clbench.approaches.base import EpochLog
+    from clbench.approaches.datatypes import EpochLog
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from clbench.errors import ClbenchError, SpecError
 from clbench.spec.fields import origin_of, read_number
 
 if TYPE_CHECKING:
-    from clbench.spec.benchmark import BenchmarkSpec
+    from clbench.spec.sections import BenchmarkSpec
 
 EXAMPLE = "e.g. --grid hat.smax=25,50,100"
 CLOSING = {"[": "]", "{": "}", "(": ")"}

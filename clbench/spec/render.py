@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from clbench.spec.benchmark import BenchmarkSpec, TrainingSpec
 from clbench.spec.fields import build, to_dict
+from clbench.spec.sections import BenchmarkSpec, TrainingSpec
 
 INDENT = "  "
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from synthetic import TINY_TRAINING, make_approach, tiny_resnet_spec, tiny_tasks
 
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.optim import PlainSGD
 from clbench.data.augment import random_crop_and_flip
 from clbench.seeding import torch_generator

@@ -13,7 +13,7 @@ from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 from torch.nn import functional
 
 from clbench.approaches import resolve
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.hat import Hat, HatHyperparameters
 from clbench.approaches.hat import functions as hf
 from clbench.approaches.hat.network import GatedNet, HatAlexNet, HatMLP

@@ -15,11 +15,13 @@ import pytest
 import torch
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.replay.functions import icarl_loss, nearest_mean_scores
 from clbench.approaches.replay.icarl import ICaRL, ICaRLHyperparameters
 from clbench.errors import SpecError
-from clbench.run.engine import execute, load_checkpoint, plan_runs
+from clbench.run.checkpoints import load_checkpoint
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
 from clbench.spec.fields import build
 
 L2, L3 = math.log(2), math.log(3)

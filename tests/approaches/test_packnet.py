@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from learned import Learned, inputs_of, learned
 from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 from torch.func import functional_call
 
@@ -36,57 +37,36 @@ def test_an_odd_count_of_free_weights_prunes_the_rounded_half() -> None:
     assert new_owner.tolist() == [[1, 0, 0]]
 
 
-def learn(network: str, prune_fraction: float = 0.5, retrain_epochs: int = 2):
-    """Learn the 3 tiny tasks; returns the approach, the tasks and per stage (owners, weights, outputs)."""
-    spec = tiny_spec(network, training=QUICK)
-    tasks = tiny_tasks(spec)
-    approach = make_approach("packnet", spec, tasks, prune_fraction=prune_fraction, retrain_epochs=retrain_epochs)
-    history = []
-    for stage in range(3):
-        approach.learn_task(stage, tasks)
-        approach.network.eval()
-        with torch.no_grad():
-            outputs = [approach.predict(tasks[u].test.batch(slice(0, 40)).inputs, u) for u in range(stage + 1)]
-        history.append(({name: owner.clone() for name, owner in approach.owners.items()},
-                        {name: p.detach().clone() for name, p in approach.network.named_parameters()}, outputs))
-    return approach, tasks, history
+def history_of(run: Learned) -> list[tuple[dict, dict, list[torch.Tensor]]]:
+    """Per stage: (owners, weights, the outputs of every task learned so far)."""
+    return [(state["extra"]["owners"], state["network"], outputs) for state, outputs in zip(run.states, run.outputs)]
 
 
+# Earlier tasks' outputs bit-identical after later tasks, and the masks matter: tests/approaches/test_isolation.py.
 @pytest.fixture(scope="module", params=["mlp", "alexnet"])
-def learned(request):
-    return learn(request.param)
+def trained(request):
+    run = learned("packnet", request.param)
+    return run.approach, run.tasks, history_of(run)
 
 
-def test_earlier_tasks_outputs_are_bit_identical_after_later_tasks(learned) -> None:
-    approach, tasks, history = learned
-    final_outputs = history[-1][2]
-    for stage, (_, _, outputs) in enumerate(history):
-        for task, output in enumerate(outputs):
-            assert torch.equal(output, final_outputs[task]), (stage, task)
-    # the masks matter: the unmasked network gives task 1 other outputs
-    with torch.no_grad():
-        unmasked = approach.network(tasks[0].test.batch(slice(0, 40)).inputs, 0)
-    assert not torch.equal(unmasked, final_outputs[0])
-
-
-def test_each_task_is_predicted_with_the_weights_of_tasks_up_to_its_own(learned) -> None:
-    approach, tasks, history = learned
+def test_each_task_is_predicted_with_the_weights_of_tasks_up_to_its_own(trained) -> None:
+    approach, tasks, history = trained
     approach.network.eval()
     with torch.no_grad():
         for stage, (_, weights, outputs) in enumerate(history):
-            inputs = tasks[stage].test.batch(slice(0, 40)).inputs
+            inputs = inputs_of(tasks, stage)
             # no weight belongs to a later task yet and the free ones are zero: the full network's output
             full = functional_call(approach.network, weights, (inputs, stage))
             assert torch.equal(outputs[stage], full), stage
         # after the last task, task 1 sees only the weights task 1 owns (every other one zeroed by hand)
         owners, weights, outputs = history[-1]
         own = {name: weight * (owners[name] == 1) if name in owners else weight for name, weight in weights.items()}
-        inputs = tasks[0].test.batch(slice(0, 40)).inputs
+        inputs = inputs_of(tasks, 0)
         torch.testing.assert_close(outputs[0], functional_call(approach.network, own, (inputs, 0)))
 
 
-def test_each_task_keeps_the_requested_fraction_of_the_free_weights_per_layer(learned) -> None:
-    _, _, history = learned
+def test_each_task_keeps_the_requested_fraction_of_the_free_weights_per_layer(trained) -> None:
+    _, _, history = trained
     (owners_1, weights_1, _), (owners_2, weights_2, _), (owners_3, _, _) = history
     for name, owner in owners_1.items():
         n = owner.numel()
@@ -98,8 +78,8 @@ def test_each_task_keeps_the_requested_fraction_of_the_free_weights_per_layer(le
         assert bool((weights_2[name][owners_2[name] == 0] == 0).all())
 
 
-def test_tasks_own_disjoint_weights_taken_from_the_free_ones_and_earlier_ones_are_frozen(learned) -> None:
-    _, _, history = learned
+def test_tasks_own_disjoint_weights_taken_from_the_free_ones_and_earlier_ones_are_frozen(trained) -> None:
+    _, _, history = trained
     (owners_1, weights_1, _), (owners_2, weights_2, _), (owners_3, weights_3, _) = history
     for name in owners_1:
         assert torch.equal(owners_2[name][owners_1[name] > 0], owners_1[name][owners_1[name] > 0])
@@ -113,8 +93,8 @@ def test_tasks_own_disjoint_weights_taken_from_the_free_ones_and_earlier_ones_ar
     assert biases and all(torch.equal(weights_3[name], weights_1[name]) for name in biases)  # shared after task 1
 
 
-def test_capacity_monitoring_counts_the_weights_of_every_task(learned) -> None:
-    approach, tasks, history = learned
+def test_capacity_monitoring_counts_the_weights_of_every_task(trained) -> None:
+    approach, tasks, history = trained
     rows = approach.monitoring(2, tasks)["packnet_capacity"]
     owners = history[-1][0]
     totals = {row["task"]: row for row in rows if row["layer"] == "total"}
@@ -127,18 +107,18 @@ def test_capacity_monitoring_counts_the_weights_of_every_task(learned) -> None:
 
 
 def test_state_round_trips_with_the_masks() -> None:
-    approach, tasks, history = learn("mlp", retrain_epochs=1)
+    run = learned("packnet", "mlp")
+    approach, tasks, history = run.approach, run.tasks, history_of(run)
     buffer = io.BytesIO()
     torch.save(approach.state(), buffer)
     buffer.seek(0)
-    spec = tiny_spec("mlp", training=QUICK)
-    fresh = make_approach("packnet", spec, tasks, seed=1)
+    fresh = make_approach("packnet", tiny_spec("mlp"), tasks, seed=1)
     fresh.load_state(torch.load(buffer, weights_only=True))
     fresh.network.eval()
     assert all(torch.equal(fresh.owners[name], owner) for name, owner in approach.owners.items())
     with torch.no_grad():
         for task, output in enumerate(history[-1][2]):
-            assert torch.equal(fresh.predict(tasks[task].test.batch(slice(0, 40)).inputs, task), output)
+            assert torch.equal(fresh.predict(inputs_of(tasks, task), task), output)
 
 
 def test_retraining_runs_after_every_task_but_the_last() -> None:

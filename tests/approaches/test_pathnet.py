@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 import pytest
 import torch
+from learned import PATHNET_MLP, Learned, hyperparameters, inputs_of, learned
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
 from clbench.approaches import ApproachContext, resolve
-from clbench.approaches.base import PlateauSchedule
 from clbench.approaches.pathnet.approach import Candidate, PathNetApproach, frozen_modules, mutate_path, random_path
 from clbench.approaches.pathnet.network import base_widths, body_plan, build_pathnet, pathnet_parameter_count
+from clbench.approaches.schedule import PlateauSchedule
 from clbench.data.sources import get_source
 from clbench.data.tasks import TaskSequence, head_sizes_for, input_shape_for
 from clbench.nets import build_network, parameter_count
 from clbench.spec import load_benchmark
-
-# The tiny conv net is too narrow for 16 modules per layer (modules of 2 channels); 4 modules of 2 per path learn.
-CONV_OVERRIDES = {"modules": 4, "modules_per_path": 2, "generations": 4, "epochs_per_generation": 2}
-MLP_OVERRIDES = {"generations": 2}
 
 
 def benchmark_approach(method: str, name: str, overrides: tuple[str, ...] = ()):
@@ -122,7 +118,7 @@ def test_total_parameters_match_the_base_network(name: str, base: int, count: in
 def tiny_mlp(seed: int = 0, **overrides) -> tuple[PathNetApproach, TaskSequence]:
     spec = tiny_spec("mlp")
     tasks = tiny_tasks(spec)
-    return make_approach("pathnet", spec, tasks, seed=seed, **{**MLP_OVERRIDES, **overrides}), tasks
+    return make_approach("pathnet", spec, tasks, seed=seed, **{**PATHNET_MLP, **overrides}), tasks
 
 
 def test_a_path_cannot_use_more_modules_than_a_layer_has() -> None:
@@ -170,76 +166,19 @@ def test_evolution_is_deterministic_for_a_seed() -> None:
 
 
 # ------------------------------------------------------------------------------------------ training
-@dataclass
-class Run:
-    network: str
-    approach: PathNetApproach
-    tasks: TaskSequence
-    first_logits: torch.Tensor  # task 1's test logits right after learning it
-    before_second: dict[str, torch.Tensor]  # the weights after task 1
-    state_after_two: dict
-    global_rng_after_two: torch.Tensor  # dropout's generator when task 3 started
-    accuracy: list[list[float]]  # row t: accuracies on tasks 0..t after task t
-
-
-def inputs_of(tasks: TaskSequence, task: int) -> torch.Tensor:
-    """All test inputs of a task."""
-    return tasks[task].test.batch(slice(0, len(tasks[task].test))).inputs
-
-
+# Learning each task above chance with task 1's outputs bit-identical afterwards: tests/approaches/test_isolation.py.
 @pytest.fixture(scope="module", params=["mlp", "alexnet"])
-def run(request: pytest.FixtureRequest) -> Run:
-    network = request.param
-    spec = tiny_spec(network)
-    tasks = tiny_tasks(spec)
-    approach = make_approach("pathnet", spec, tasks, **overrides_of(network))
-    accuracy, first_logits, before_second, state, rng = [], None, None, None, None
-    for stage in range(3):
-        approach.learn_task(stage, tasks)
-        accuracy.append([approach.evaluate(tasks[u].test, u).accuracy for u in range(stage + 1)])
-        if stage == 0:
-            approach.network.eval()
-            with torch.inference_mode():
-                first_logits = approach.predict(inputs_of(tasks, 0), 0)
-            before_second = approach.snapshot()
-        if stage == 1:
-            state, rng = copy.deepcopy(approach.state()), torch.get_rng_state()
-    return Run(network, approach, tasks, first_logits, before_second, state, rng, accuracy)
-
-
-def module_keys(path: list[list[int]], layers: int) -> list[str]:
-    return [f"layers.{layer}.{module}.{name}" for layer in range(layers) for module in path[layer]
-            for name in ("weight", "bias")]
-
-
-def test_learns_every_task_above_chance(run: Run) -> None:
-    assert [len(row) for row in run.accuracy] == [1, 2, 3]
-    values = torch.tensor([a for row in run.accuracy for a in row])
-    assert torch.isfinite(values).all()
-    assert run.accuracy[0][0] > 1.5 / run.tasks[0].n_classes
-    assert run.accuracy[-1][0] == run.accuracy[0][0]  # task 1 never forgets
-
-
-def test_old_task_outputs_are_bit_identical_after_later_tasks(run: Run) -> None:
-    approach = run.approach
-    approach.network.eval()
-    with torch.inference_mode():
-        assert torch.equal(approach.predict(inputs_of(run.tasks, 0), 0), run.first_logits)
-    now = approach.network.state_dict()
-    layers = approach.pathnet.n_layers
-    assert all(torch.equal(now[key], run.before_second[key]) for key in module_keys(approach.best_paths[0], layers))
-    new_modules = [[m for m in approach.best_paths[2][layer] if m not in approach.best_paths[0][layer]]
-                   for layer in range(layers)]
-    assert any(not torch.equal(now[key], run.before_second[key]) for key in module_keys(new_modules, layers))
+def run(request: pytest.FixtureRequest) -> Learned:
+    return learned("pathnet", request.param)
 
 
 def overrides_of(network: str) -> dict[str, int]:
-    return MLP_OVERRIDES if network == "mlp" else CONV_OVERRIDES
+    return hyperparameters("pathnet", network)
 
 
-def test_earlier_paths_are_frozen_and_free_modules_reset(run: Run) -> None:
+def test_earlier_paths_are_frozen_and_free_modules_reset(run: Learned) -> None:
     fresh = make_approach("pathnet", tiny_spec(run.network), run.tasks, seed=1, **overrides_of(run.network))
-    fresh.load_state(copy.deepcopy(run.state_after_two))  # after tasks 1 and 2
+    fresh.load_state(copy.deepcopy(run.states[1]))  # after tasks 1 and 2
     trained = fresh.snapshot()
     fresh.begin_task(2, run.tasks)
     frozen = frozen_modules(fresh.best_paths, 2, fresh.pathnet.n_layers)
@@ -262,7 +201,7 @@ def test_earlier_paths_are_frozen_and_free_modules_reset(run: Run) -> None:
     assert heads == {id(p) for p in fresh.pathnet.heads[2].parameters()}
 
 
-def test_state_round_trip_predicts_identically(run: Run) -> None:
+def test_state_round_trip_predicts_identically(run: Learned) -> None:
     fresh = make_approach("pathnet", tiny_spec(run.network), run.tasks, seed=1, **overrides_of(run.network))
     fresh.load_state(copy.deepcopy(run.approach.state()))
     assert fresh.best_paths == run.approach.best_paths
@@ -274,17 +213,17 @@ def test_state_round_trip_predicts_identically(run: Run) -> None:
             assert torch.equal(fresh.predict(inputs, task), run.approach.predict(inputs, task))
 
 
-def test_checkpoint_resumes_the_same_evolution(run: Run) -> None:
+def test_checkpoint_resumes_the_same_evolution(run: Learned) -> None:
     fresh = make_approach("pathnet", tiny_spec(run.network), run.tasks, seed=5, **overrides_of(run.network))
-    fresh.load_state(copy.deepcopy(run.state_after_two))
-    torch.set_rng_state(run.global_rng_after_two)  # the engine's global generator (dropout) is not approach state
+    fresh.load_state(copy.deepcopy(run.states[1]))
+    torch.set_rng_state(run.rng_states[1])  # the engine's global generator (dropout) is not approach state
     fresh.learn_task(2, run.tasks)
     assert fresh.best_paths == run.approach.best_paths
     final, resumed = run.approach.network.state_dict(), fresh.network.state_dict()
     assert all(torch.equal(final[key], resumed[key]) for key in final)
 
 
-def test_monitoring_lists_the_tasks_path(run: Run) -> None:
+def test_monitoring_lists_the_tasks_path(run: Learned) -> None:
     rows = run.approach.monitoring(2, run.tasks)["pathnet_paths"]
     path = run.approach.best_paths[2]
     assert [(r["layer"], r["slot"], r["module"]) for r in rows] == [

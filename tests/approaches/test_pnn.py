@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 import pytest
 import torch
+from learned import Learned, inputs_of, learned
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
 from clbench.approaches import ApproachContext, resolve
 from clbench.approaches.pathnet.network import base_widths, body_plan
-from clbench.approaches.pnn.approach import ProgressiveNetworks
 from clbench.approaches.pnn.network import ProgressiveNet, build_progressive, progressive_parameter_count
 from clbench.data.sources import get_source
-from clbench.data.tasks import TaskSequence, head_sizes_for, input_shape_for
+from clbench.data.tasks import head_sizes_for, input_shape_for
 from clbench.nets import build_network, parameter_count
 from clbench.spec import load_benchmark
 
@@ -93,67 +92,13 @@ def test_task_t_uses_columns_up_to_t_only(network: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ training
-@dataclass
-class Run:
-    network: str
-    approach: ProgressiveNetworks
-    tasks: TaskSequence
-    first_logits: torch.Tensor  # task 1's test logits right after learning it
-    first_column: dict[str, torch.Tensor]
-    state_after_two: dict
-    accuracy: list[list[float]]  # row t: accuracies on tasks 0..t after task t
-
-
-def inputs_of(tasks: TaskSequence, task: int) -> torch.Tensor:
-    """All test inputs of a task."""
-    return tasks[task].test.batch(slice(0, len(tasks[task].test))).inputs
-
-
-def column_weights(approach: ProgressiveNetworks, k: int) -> dict[str, torch.Tensor]:
-    return {key: value.clone() for key, value in approach.progressive.columns[k].state_dict().items()}
-
-
+# Learning each task above chance with task 1's outputs bit-identical afterwards: tests/approaches/test_isolation.py.
 @pytest.fixture(scope="module", params=["mlp", "alexnet"])
-def run(request: pytest.FixtureRequest) -> Run:
-    spec = tiny_spec(request.param)
-    tasks = tiny_tasks(spec)
-    approach = make_approach("pnn", spec, tasks)
-    accuracy, first_logits, first_column, state = [], None, None, None
-    for stage in range(3):
-        approach.learn_task(stage, tasks)
-        accuracy.append([approach.evaluate(tasks[u].test, u).accuracy for u in range(stage + 1)])
-        if stage == 0:
-            approach.network.eval()
-            with torch.inference_mode():
-                first_logits = approach.predict(inputs_of(tasks, 0), 0)
-            first_column = column_weights(approach, 0)
-        if stage == 1:
-            state = copy.deepcopy(approach.state())
-    return Run(request.param, approach, tasks, first_logits, first_column, state, accuracy)
+def run(request: pytest.FixtureRequest) -> Learned:
+    return learned("pnn", request.param)
 
 
-def test_learns_every_task_above_chance(run: Run) -> None:
-    assert [len(row) for row in run.accuracy] == [1, 2, 3]
-    values = torch.tensor([a for row in run.accuracy for a in row])
-    assert torch.isfinite(values).all()
-    assert run.accuracy[0][0] > 1.5 / run.tasks[0].n_classes
-    assert run.accuracy[-1][0] == run.accuracy[0][0]  # task 1 never forgets
-
-
-def test_frozen_column_outputs_are_bit_identical_after_later_tasks(run: Run) -> None:
-    approach = run.approach
-    approach.network.eval()
-    with torch.inference_mode():
-        logits = approach.predict(inputs_of(run.tasks, 0), 0)
-    assert torch.equal(logits, run.first_logits)
-    now = column_weights(approach, 0)
-    assert all(torch.equal(now[key], run.first_column[key]) for key in now)
-    later = run.state_after_two["network"]
-    assert any(not torch.equal(value, approach.network.state_dict()[key]) for key, value in later.items()
-               if key.startswith("columns.2."))  # the last column did learn
-
-
-def test_only_the_current_column_is_trainable(run: Run) -> None:
+def test_only_the_current_column_is_trainable(run: Learned) -> None:
     approach = run.approach
     for stage in range(3):
         approach.begin_task(stage, run.tasks)
@@ -164,7 +109,7 @@ def test_only_the_current_column_is_trainable(run: Run) -> None:
         assert not any(p.requires_grad for p in others)
 
 
-def test_state_round_trip_predicts_identically(run: Run) -> None:
+def test_state_round_trip_predicts_identically(run: Learned) -> None:
     fresh = make_approach("pnn", tiny_spec(run.network), run.tasks, seed=1)
     fresh.load_state(copy.deepcopy(run.approach.state()))
     fresh.network.eval()

@@ -11,7 +11,7 @@ import dataclasses
 import torch
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
-from clbench.approaches.base import TASK_AGNOSTIC, TASK_AWARE
+from clbench.approaches.datatypes import TASK_AGNOSTIC, TASK_AWARE
 from clbench.approaches.random_classifier import RandomClassifier, uniform
 from clbench.data.tasks import LabelledData, TaskSequence
 

@@ -12,7 +12,7 @@ import torch
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 from torch.nn import functional
 
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.replay.buffer import ReplayBuffer
 from clbench.approaches.replay.functions import (
     agem_project,
@@ -21,7 +21,8 @@ from clbench.approaches.replay.functions import (
     logit_matching_loss,
     nearest_mean_scores,
 )
-from clbench.run.engine import execute, plan_runs
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
 
 
 def offer(buffer: ReplayBuffer, start: int, n: int, generator: torch.Generator) -> None:
@@ -160,7 +161,7 @@ def test_agem_keeps_its_quota_of_each_task(tmp_path: Path) -> None:
 
 
 def test_icarl_keeps_the_same_number_of_exemplars_of_every_class_seen(tmp_path: Path) -> None:
-    from clbench.run.engine import load_checkpoint
+    from clbench.run.checkpoints import load_checkpoint
 
     plan, outcome = train(tmp_path, "icarl", "class", n_train=600, buffer_size=50)  # > 12 samples of each class
     head_sizes = (4, 4, 2)

@@ -11,7 +11,7 @@ from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 from torch.nn import functional
 
 from clbench.approaches import resolve
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.importance.functions import (
     accumulate_importance,
     clip_at_zero,
@@ -169,7 +169,7 @@ def test_mas_importance_is_not_clipped(mlp) -> None:
 
 def scripted_validation(approach, losses: list[float]):
     """Replace the validation measure by a fixed sequence of losses (one per epoch)."""
-    from clbench.approaches.base import Evaluation
+    from clbench.approaches.datatypes import Evaluation
 
     sequence = iter(losses)
     approach.evaluate_validation = lambda data, stage: Evaluation(next(sequence), 0.5, len(data))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from importchecks import assert_imports_no_torch, cli_code
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -117,12 +116,7 @@ def test_missing_data_with_empty_mirror_exits_2(tmp_path: Path) -> None:
 
 
 def test_help_does_not_import_torch() -> None:
-    code = ("import sys; from typer.testing import CliRunner; from clbench.cli import app; "
-            "r = CliRunner().invoke(app, ['--help']); assert r.exit_code == 0; "
-            "r = CliRunner().invoke(app, ['train', '--help']); assert r.exit_code == 0; "
-            "print(sorted(m for m in ('torch', 'torchvision', 'numpy', 'pandas') if m in sys.modules))")
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert output.strip() == "[]"
+    assert_imports_no_torch(cli_code(["--help"], ["train", "--help"]), also=("numpy", "pandas"))
 
 
 def test_seeds_parser() -> None:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from clbench.cli import app
 from clbench.results import read_run_file
-from clbench.run.engine import plan_runs
+from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
 
 runner = CliRunner()

@@ -15,9 +15,9 @@ from clihelpers import TINY, flat
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.run.engine import plan_runs
+from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
-from clbench.tuning import read_tuned, tuned_path
+from clbench.tuning.tuned_file import read_tuned, tuned_path
 
 runner = CliRunner()
 SPEC = """\

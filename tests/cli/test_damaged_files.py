@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from clihelpers import TINY, flat
+from filebuilders import constant_images, write_npz
+from resultbuilders import write_run, write_run_json
 from typer.testing import CliRunner
 
 from clbench.cli import app
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the report tests' result builders
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))  # the custom-data tests' file builders
-from test_custom import constant_images, write_npz  # noqa: E402
-from test_report import write_run, write_run_json  # noqa: E402
 
 runner = CliRunner()
 SPEC = """\

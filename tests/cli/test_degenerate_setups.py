@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from clihelpers import NPZ_SPEC, TINY, flat
+from filebuilders import constant_images, write_image_folder, write_npz
+from resultbuilders import write_run
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -16,11 +17,6 @@ from clbench.data.tasks import build_tasks
 from clbench.errors import ClbenchError
 from clbench.report import build_report, load_results
 from clbench.spec import DataSpec
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the report tests' result builders
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))  # the custom-data tests' file builders
-from test_custom import constant_images, write_image_folder, write_npz  # noqa: E402
-from test_report import write_run  # noqa: E402
 
 runner = CliRunner()
 FOLDER_SPEC = """\

@@ -70,7 +70,7 @@ def test_a_run_folder_outside_the_results_folder_is_refused(tmp_path: Path) -> N
 
 
 def test_a_monitoring_table_name_that_is_a_path_is_refused(tmp_path: Path) -> None:
-    from clbench.run.engine import monitoring_path
+    from clbench.run.rows import monitoring_path
 
     assert monitoring_path(tmp_path, "hat_masks") == tmp_path / "hat_masks.parquet"
     for table in ("../../escape", "a/b"):

@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.run.engine import RunPlan
+from clbench.run.plan import RunPlan
 
 runner = CliRunner()
 BASE = {"name": "numbers", "data": {"kind": "split", "datasets": ["mnist"], "classes_per_task": [5], "form": "mnist28"},
@@ -58,7 +58,7 @@ def planned(monkeypatch: pytest.MonkeyPatch) -> list[RunPlan]:
     """The plans `clbench train` would run, captured instead of run (and no data fetched)."""
     plans: list[RunPlan] = []
     train_module = importlib.import_module("clbench.cli.train")
-    monkeypatch.setattr("clbench.run.engine.prepare_data", lambda specs, data_dir, mirror: None)
+    monkeypatch.setattr("clbench.run.loaders.prepare_data", lambda specs, data_dir, mirror: None)
     monkeypatch.setattr(train_module, "_run", lambda runs, execution, loader: plans.extend(runs) or [])
     return plans
 

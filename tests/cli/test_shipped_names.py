@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from clihelpers import paper_csv
+from resultbuilders import mnist2_config, write_mnist2
 from typer.testing import CliRunner
 
 from clbench.cli import app
 from clbench.errors import SpecError
-from clbench.run.engine import check_shipped_name
+from clbench.run.plan import check_shipped_name
 from clbench.spec import load_benchmark
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the report tests' result builders
-from test_paper_results import mnist2_config, paper_csv, write_mnist2  # noqa: E402
 
 runner = CliRunner()
 OTHER_MNIST2 = """\

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from clbench.approaches import resolve
 from clbench.cli import app
-from clbench.run.engine import plan_runs
+from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
 
 runner = CliRunner()

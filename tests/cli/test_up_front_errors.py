@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from clihelpers import NPZ_SPEC, TINY, invoke_fresh, offline
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))  # the custom-data tests' file builders
-from test_custom import constant_images, write_npz  # noqa: E402
+from filebuilders import constant_images, write_npz
 
 PLUGIN = "import clbench.api as cl\n\n\nclass Mine(cl.Approach):\n    name = 'my-code'\n"
 

@@ -17,19 +17,10 @@ from clbench.approaches.hat.network import build_hat_network
 from clbench.data.tasks import build_tasks
 from clbench.errors import SpecError
 from clbench.nets import build_network
-from clbench.run.bench import (
-    BENCH_COLUMNS,
-    BenchSettings,
-    bench_tasks,
-    first_datasets,
-    run_bench,
-    sequence_head_sizes,
-    time_training_step,
-    timed_approach,
-    write_bench,
-)
-from clbench.run.bench import synthetic_loader as bench_synthetic_loader
-from clbench.run.engine import run_config
+from clbench.run.bench import BENCH_COLUMNS, BenchSettings, run_bench, time_training_step, timed_approach, write_bench
+from clbench.run.bench_data import bench_tasks, first_datasets, sequence_head_sizes
+from clbench.run.bench_data import synthetic_loader as bench_synthetic_loader
+from clbench.run.plan import run_config
 from clbench.spec import load_benchmark
 from clbench.spec.fields import stable_hash
 

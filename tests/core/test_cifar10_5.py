@@ -15,7 +15,8 @@ from synthetic import synthetic_loader
 
 from clbench.approaches import resolve
 from clbench.cli.listing import parameter_counts
-from clbench.run.engine import execute, plan_runs
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
 
 BEST_ARGS = {  # buffer size -> method -> (lr, minibatch_size, alpha, beta); every method: batch_size 32, n_epochs 50

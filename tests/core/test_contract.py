@@ -29,7 +29,8 @@ from synthetic import TINY_TRAINING, synthetic_loader, tiny_resnet_spec, tiny_sp
 from clbench.approaches import REGISTRY
 from clbench.errors import SpecError
 from clbench.metrics import accuracy_matrix, is_complete_matrix
-from clbench.run.engine import RunOutcome, execute, plan_runs
+from clbench.run.engine import RunOutcome, execute
+from clbench.run.plan import plan_runs
 from clbench.spec import BenchmarkSpec
 
 FAST = replace(TINY_TRAINING, max_epochs=2)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from clihelpers import flat
-from test_report import write_run
+from resultbuilders import write_run
 from typer.testing import CliRunner
 
 from clbench.cli import app

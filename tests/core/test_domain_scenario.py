@@ -17,12 +17,15 @@ import torch
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 
 from clbench.approaches import REGISTRY, ApproachContext, resolve
-from clbench.approaches.base import TASK_AWARE, named_shared_parameters, scenario_refusal
+from clbench.approaches.datatypes import TASK_AWARE
+from clbench.approaches.parameters import named_shared_parameters
+from clbench.approaches.refusals import scenario_refusal
 from clbench.data.tasks import Batch, InputTransform, LabelledData
 from clbench.errors import SpecError
 from clbench.metrics import accuracy_matrix, is_complete_matrix
 from clbench.nets import MultiHeadNet
-from clbench.run.engine import execute, plan_runs
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
 from clbench.spec import BenchmarkSpec, NetworkSpec
 
 CPU = torch.device("cpu")
@@ -82,7 +85,7 @@ def test_a_batch_of_two_tasks_enters_the_loss_on_the_shared_head_with_the_class_
 
 
 def test_the_base_loss_of_a_later_tasks_batch_is_the_shared_heads_cross_entropy() -> None:
-    from clbench.approaches.base import StepInfo
+    from clbench.approaches.datatypes import StepInfo
 
     approach = hand_approach("sgd")
     batch = Batch(torch.tensor([B, A]), torch.tensor([1, 1]), 1)  # task 2: B class 1, A class 1

@@ -7,20 +7,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from runhelpers import run
 from synthetic import synthetic_loader, tiny_spec
 
 from clbench.errors import ResultsError
 from clbench.report import load_results
 from clbench.results import COLUMNS, SCHEMA_VERSION, read_run_file
-from clbench.run.engine import execute, load_checkpoint, plan_runs, reevaluate
+from clbench.run.checkpoints import load_checkpoint
+from clbench.run.engine import execute
+from clbench.run.evaluate import reevaluate
+from clbench.run.plan import plan_runs
 
 CPU = torch.device("cpu")
-
-
-def run(tmp_path: Path, method: str = "sgd", seed: int = 0, network: str = "mlp", force: bool = False):
-    spec = tiny_spec(network)
-    [plan] = plan_runs(spec, [method], [seed], tmp_path)
-    return execute(plan, device=CPU, loader=synthetic_loader(), force=force)
 
 
 def test_accuracy_parquet_schema_and_provenance(tmp_path: Path) -> None:

@@ -9,12 +9,13 @@ import weakref
 
 import pytest
 import torch
+from handnet import approach_of, hand_tasks, input_net
 from synthetic import make_approach, synthetic_loader, tiny_spec
-from test_scenario_guards import approach_of, hand_tasks, input_net
 
 from clbench.data.tasks import InputCache, InputTransform, build_tasks
-from clbench.run import engine
-from clbench.run.engine import _evaluate_stage, evaluate_stage, plan_runs
+from clbench.run import rows as run_rows
+from clbench.run.plan import plan_runs
+from clbench.run.rows import _evaluate_stage, evaluate_stage
 
 SETTINGS = [("mlp", "permuted"), ("mlp", "split"), ("alexnet", "mixture")]
 
@@ -137,7 +138,7 @@ def test_a_cache_entry_of_a_dead_split_is_not_served_to_a_new_one() -> None:
 def test_stage_eval_seconds_counts_each_tasks_pass_once(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Both evaluations of a task come from one pass: the stage's time is its passes', not twice theirs."""
     clock = iter(range(1000))
-    monkeypatch.setattr(engine, "time", types.SimpleNamespace(perf_counter=lambda: float(next(clock))))
+    monkeypatch.setattr(run_rows, "time", types.SimpleNamespace(perf_counter=lambda: float(next(clock))))
     approach = approach_of("sgd", "class")
     approach.network = input_net()
     [plan] = plan_runs(tiny_spec("mlp", scenario="class"), ["sgd"], [0], tmp_path)

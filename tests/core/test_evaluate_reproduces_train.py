@@ -4,7 +4,7 @@ and the validation rows).
 
 A checkpoint that leaves out state the prediction needs (iCaRL's class means, HAT's masks, PackNet's owners, a
 replay memory) makes `evaluate` disagree with `train` here. The library function is the one `clbench evaluate`
-calls (`clbench.run.engine.reevaluate`), on a tiny synthetic benchmark.
+calls (`clbench.run.evaluate.reevaluate`), on a tiny synthetic benchmark.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ import torch
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 
 from clbench.approaches import REGISTRY
-from clbench.run.engine import execute, plan_runs, reevaluate
+from clbench.run.engine import execute
+from clbench.run.evaluate import reevaluate
+from clbench.run.plan import plan_runs
 
 CPU = torch.device("cpu")
 ONE_EPOCH = replace(TINY_TRAINING, max_epochs=1)

@@ -15,8 +15,9 @@ from synthetic import synthetic_loader, tiny_spec
 
 import clbench.run.engine as engine
 from clbench.results import is_complete, read_run_file
-from clbench.run.engine import execute, plan_runs
+from clbench.run.engine import execute
 from clbench.run.interrupts import interrupts_held
+from clbench.run.plan import plan_runs
 
 CPU = torch.device("cpu")
 

@@ -3,24 +3,15 @@ torch-free; built-ins load through the table."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from importchecks import assert_imports_no_torch, loaded_modules
 
 from clbench.approaches import BUILTINS, REGISTRY
 
 
-def imports_torch(code: str) -> bool:
-    """Whether running `code` in a fresh interpreter leaves torch in sys.modules."""
-    probe = f"import sys\n{code}\nprint('torch' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    return result.stdout.strip() == "True"
-
-
 def test_the_approaches_table_is_torch_free() -> None:
-    assert not imports_torch("import clbench.approaches")
-    assert imports_torch("from clbench.approaches import REGISTRY")
+    assert_imports_no_torch("import clbench.approaches")
+    assert "torch" in loaded_modules("from clbench.approaches import REGISTRY", ["torch"])
 
 
 @pytest.mark.parametrize("name", sorted(BUILTINS))
@@ -31,8 +22,8 @@ def test_every_builtin_is_registered_from_its_table_line(name: str) -> None:
 
 
 def test_a_method_folder_and_its_reporter_are_torch_free() -> None:
-    assert not imports_torch("import clbench.approaches.hat.report")
-    assert imports_torch("from clbench.approaches.hat import Hat")
+    assert_imports_no_torch("import clbench.approaches.hat.report")
+    assert "torch" in loaded_modules("from clbench.approaches.hat import Hat", ["torch"])
 
 
 def builtin_reporters() -> dict[str, str]:
@@ -59,7 +50,7 @@ def test_a_builtin_reporter_is_torch_free_and_uses_only_the_api(module: str) -> 
 
     import clbench.api
 
-    assert not imports_torch(f"import {module}")
+    assert_imports_no_torch(f"import {module}")
     source = importlib.import_module(module)
     exported = {id(getattr(clbench.api, name)) for name in clbench.api.__all__}
     tree = ast.parse(open(source.__file__).read())
@@ -69,3 +60,32 @@ def test_a_builtin_reporter_is_torch_free_and_uses_only_the_api(module: str) -> 
                if where != "clbench.approaches.hat" and id(getattr(source, name, None)) not in exported]
     assert outside == []
     assert {where for where, _ in imported} <= {"clbench.report", "clbench.approaches.hat"}
+
+
+def test_one_module_owns_registration() -> None:
+    """The table of approaches, its origins and `register` are defined in `clbench.approaches.registry`: no other
+    module under `clbench/approaches/` names them, except to read `REGISTRY` (plugins.py finds classes, the
+    registry registers them; resolution.py reads the table)."""
+    import ast
+    from pathlib import Path
+
+    import clbench.approaches.registry as registry
+
+    owned = {"ORIGINS", "register", "register_plugin", "describe_origin", "DuplicateApproachError"}
+    root = Path(registry.__file__).parent
+    users = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "registry.py" or path == root / "__init__.py":  # __init__: the lazy name -> module table
+            continue
+        nodes = list(ast.walk(ast.parse(path.read_text())))
+        names = {node.id for node in nodes if isinstance(node, ast.Name)}
+        names |= {node.name for node in nodes if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        names |= {alias.name for node in nodes if isinstance(node, ast.ImportFrom) for alias in node.names}
+        writes = [node for node in nodes if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+                  and isinstance(node.value, ast.Name) and node.value.id == "REGISTRY"]
+        writes += [node for node in nodes if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                   and node.value.id == "REGISTRY" and node.attr in ("update", "setdefault", "pop", "clear")]
+        if names & owned or writes:
+            users.append((path.relative_to(root).as_posix(), sorted(names & owned), len(writes)))
+    assert users == []
+    assert all(hasattr(registry, name) for name in [*owned, "REGISTRY"])

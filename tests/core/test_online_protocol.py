@@ -20,11 +20,12 @@ from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec,
 
 import clbench.approaches.base as base
 from clbench.approaches import REGISTRY, ApproachContext, resolve
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.data.tasks import Batch, LabelledData, build_tasks
 from clbench.errors import SpecError
 from clbench.report import build_report, load_results
-from clbench.run.engine import execute, plan_runs
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
 from clbench.spec import BenchmarkSpec, NetworkSpec, TrainingSpec, load_benchmark
 from clbench.spec.fields import identity_dict
 

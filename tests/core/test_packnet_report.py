@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from test_report import write_run
+from resultbuilders import write_run
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -49,7 +49,7 @@ def test_monitoring_csv_has_the_mean_per_layer_and_task(tmp_path: Path) -> None:
 
 
 def test_a_trained_packnet_run_is_reported_by_its_reporter(tmp_path: Path) -> None:
-    from test_engine import run
+    from runhelpers import run
 
     from clbench.results import read_run_file
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_report import write_run, write_run_json
+from clihelpers import paper_csv
+from importchecks import assert_imports_no_torch, cli_code
+from resultbuilders import mnist2_config, write_mnist2, write_run, write_run_json
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -189,33 +188,9 @@ def test_compare_difference_in_paper_std_and_missing_stages() -> None:
 
 # ---------------------------------------------------------------------------------------------- command line
 
-def mnist2_config(method: str, max_epochs: int = 200, max_train_samples: int | None = None,
-                  hyperparameters: dict | None = None) -> dict:
-    return {"benchmark": "mnist2", "variant": None,
-            "data": {"kind": "split", "max_train_samples": max_train_samples, "max_test_samples": None},
-            "network": {"kind": "mlp", "hidden": [800, 800, 800], "input_dropout": 0.0, "dropout": 0.0},
-            "method": method, "hyperparameters": hyperparameters or {},
-            "training": {"lr": 0.05, "lr_factor": 3.0, "lr_min": 0.0001, "patience": 5, "max_epochs": max_epochs,
-                         "batch_size": 64, "eval_batch_size": 4096, "compile": False}}
-
-
-def write_mnist2(results: Path, method: str, seeds: range, second_row, config: dict,
-                 overrides: list[str] | None = None) -> None:
-    for seed in seeds:
-        row = second_row(seed) if callable(second_row) else second_row
-        run_dir = write_run(results, method, seed, [[0.99], row], benchmark="mnist2", overrides=overrides or [])
-        write_run_json(run_dir, config=config)
-
-
 def invoke(*arguments: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, ["report", *arguments])
     return result.exit_code, result.output
-
-
-def paper_csv(results: Path, benchmark: str) -> pd.DataFrame:
-    code, text = invoke(benchmark, "--results", str(results), "--paper", "--format", "csv")
-    assert code == 0, text
-    return pd.read_csv(io.StringIO(text)).set_index("approach")
 
 
 def test_full_protocol_runs_show_the_papers_numbers_and_the_differences(tmp_path: Path) -> None:
@@ -324,10 +299,4 @@ def test_a_benchmark_the_paper_lacks_is_a_note(tmp_path: Path) -> None:
 
 def test_paper_comparison_imports_no_torch(tmp_path: Path) -> None:
     write_run(tmp_path, "sgd", 0, [[0.9], [0.7, 0.9]], benchmark="mnist2")
-    code = ("import sys; from typer.testing import CliRunner; from clbench.cli import app; "
-            f"r = CliRunner().invoke(app, ['report', 'mnist2', '--results', {str(tmp_path)!r}, '--paper']); "
-            "assert r.exit_code == 0, r.output; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision')))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().replace("'", '"')) == []
+    assert_imports_no_torch(cli_code(["report", "mnist2", "--results", str(tmp_path), "--paper"]))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_report import write_run
+from resultbuilders import write_run, write_run_json
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -95,7 +95,7 @@ def test_an_si_run_and_a_mas_run_give_one_section_each(tmp_path: Path) -> None:
 
 
 def test_a_trained_si_run_is_reported_by_its_reporter(tmp_path: Path) -> None:
-    from test_engine import run
+    from runhelpers import run
 
     from clbench.results import read_run_file
 
@@ -161,8 +161,6 @@ def test_every_strength_hint_names_a_real_hyperparameter_field(tmp_path: Path, m
 
 
 def test_a_reporter_that_cannot_be_imported_does_not_break_the_main_table(tmp_path: Path) -> None:
-    from test_report import write_run_json
-
     run_dir = write_run(tmp_path, "fake", 0, [[0.9], [0.9, 0.9]])
     write_run_json(run_dir, monitoring_reporter="no_such_module:Reporter")
     result = CliRunner().invoke(app, ["report", "b", "--results", str(tmp_path), "--metric", "accuracy"])

@@ -8,9 +8,7 @@ import matplotlib
 import numpy as np
 import pytest
 from matplotlib.image import imread
-from test_report import write_hat_tables, write_run
-from test_report_golden import golden_results, hat_capacity
-from test_report_tables import sensitivity_results
+from resultbuilders import golden_results, hat_capacity, sensitivity_results, write_hat_tables, write_run
 
 from clbench.approaches.hat import figures as hat_figures
 from clbench.approaches.hat.report import build_hat_report

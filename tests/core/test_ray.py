@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from clbench.cli import app
 from clbench.errors import ClbenchError
-from clbench.run.engine import execute, plan_runs
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
 from clbench.run.ray_executor import ray_device, task_resources
 from clbench.run.scheduler import RunRequest
 

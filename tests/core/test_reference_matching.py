@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_report import write_run
+from resultbuilders import write_run
 
 from clbench.report import build_report, load_results, run_values
 from clbench.results import run_directory
@@ -137,7 +137,7 @@ def test_a_run_without_a_reference_key_is_left_out_with_what_to_do(tmp_path: Pat
 ])
 def test_reference_hash_is_data_network_and_benchmark_protocol(tmp_path: Path, overrides: list[str],
                                                                 same: bool) -> None:
-    from clbench.run.engine import plan_runs
+    from clbench.run.plan import plan_runs
     from clbench.spec import load_benchmark
 
     base = {plan.method: plan for plan in plan_runs(load_benchmark("mnist2"), ["hat", "joint"], [0], tmp_path)}
@@ -151,7 +151,7 @@ def test_reference_hash_is_data_network_and_benchmark_protocol(tmp_path: Path, o
 
 
 def test_pmnist_variants_share_the_data_but_not_the_reference(tmp_path: Path) -> None:
-    from clbench.run.engine import plan_runs
+    from clbench.run.plan import plan_runs
     from clbench.spec import load_benchmark
 
     small, large = (plan_runs(load_benchmark("pmnist", [f"variant={v}"]), ["joint"], [0], tmp_path)[0]

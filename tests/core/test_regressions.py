@@ -16,12 +16,15 @@ from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec,
 
 from clbench import metrics, results
 from clbench.approaches import ewc as ewc_module
-from clbench.approaches.base import PlateauSchedule
 from clbench.approaches.regularizers import merge_fisher
+from clbench.approaches.schedule import PlateauSchedule
 from clbench.data.tasks import TaskSequence
 from clbench.results import read_run_file
 from clbench.run import engine
-from clbench.run.engine import data_identity, evaluate_stage, execute, load_checkpoint, plan_runs
+from clbench.run.checkpoints import load_checkpoint
+from clbench.run.engine import execute
+from clbench.run.plan import data_identity, plan_runs
+from clbench.run.rows import evaluate_stage
 from clbench.spec import BenchmarkSpec, DataSpec, NetworkSpec, TrainingSpec, load_benchmark
 
 NAN = np.nan

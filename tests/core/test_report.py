@@ -1,100 +1,15 @@
-"""Report tables from hand-made results: exact text, missing references and failed runs named.
-
-The result builders here (`write_run`, `write_run_json`, `write_hat_tables`, `write_bench`) are shared by the
-other report test files (`from test_report import ...`).
-"""
+"""Report tables from hand-made results (`tests/resultbuilders.py`): exact text, missing references and failed
+runs named."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
+from resultbuilders import NAN, write_run
 
 from clbench.report import build_report, render
-from clbench.results import COLUMNS, SCHEMA_VERSION, accuracy_frame, run_directory, write_json, write_parquet
-
-NAN = np.nan
-
-
-def write_run(results: Path, method: str, seed: int, matrix: list[list[float]], config_hash: str = "c0",
-              hyperparameters: dict | None = None, data_hash: str = "d0", *, benchmark: str = "b",
-              overrides: list[str] | None = None, variant: str | None = None,
-              timing: tuple[float, int, int] | None = None, device: str = "cpu",
-              reference_hash: str | None = None, initial: list[float] | None = None,
-              agnostic: list[list[float]] | None = None, schema_version: int = SCHEMA_VERSION,
-              scenario: str | None = None, memory: tuple[int, int] | None = None) -> Path:
-    """An accuracy.parquet from a lower-triangular matrix (a row may go on above the diagonal: tasks not learned
-    yet); `timing` = (seconds, epochs, batches) per stage; `initial`: the stage-0 accuracies (at
-    initialisation); `agnostic`: the task-agnostic matrix (absent: task-aware rows only, as an approach that
-    needs the task id stores). Schema 1 files have no `evaluation` and `scenario` values.
-
-    `reference_hash` (what a joint reference must share) defaults to one per data hash."""
-    identity = {"schema_version": schema_version, "run_id": f"{benchmark}/{method}/{config_hash}/seed-{seed}",
-                "benchmark": benchmark, "variant": variant, "method": method, "seed": seed,
-                "config_hash": config_hash, "data_hash": data_hash,
-                "reference_hash": f"r-{data_hash}" if reference_hash is None else reference_hash,
-                "hyperparameters": json.dumps(hyperparameters or {}, sort_keys=True),
-                "overrides": json.dumps(["data.max_train_samples=9"] if overrides is None else overrides),
-                "device": device, "scenario": (scenario or "task") if schema_version >= 2 else None}
-    seconds, epochs, batches = timing if timing is not None else (None, None, None)
-    rows = []
-    for evaluation, values in (("task-aware", matrix), ("task-agnostic", agnostic)):
-        stages = [*([(0, initial)] if initial is not None else []), *enumerate(values or [], start=1)]
-        for stage, row in stages:
-            rows += [{column: None for column in COLUMNS} | identity | {
-                "stage": stage, "task": u + 1, "task_name": f"t{u + 1}", "accuracy": accuracy, "loss": 0.0,
-                "stage_epochs": epochs if stage else None, "stage_batches": batches if stage else None,
-                "stage_train_seconds": seconds if stage else None,
-                "memory_samples": (memory[0] if stage else 0) if memory else None,
-                "memory_bytes": (memory[1] if stage else 0) if memory else None,
-                "evaluation": evaluation if schema_version >= 2 else None} for u, accuracy in enumerate(row)]
-    run_dir = run_directory(results, benchmark, method, config_hash, seed)
-    write_parquet(run_dir / "accuracy.parquet", accuracy_frame(rows))
-    return run_dir
-
-
-def write_run_json(run_dir: Path, status: str = "complete", **extra: object) -> None:
-    """The run.json of a run folder `<results>/<benchmark>/<method>/<config>/seed-<seed>`."""
-    benchmark, method, config_hash, seed_folder = run_dir.parts[-4:]
-    write_json(run_dir / "run.json", {"run_id": f"{benchmark}/{method}/{config_hash}/{seed_folder}",
-                                      "status": status, "method": method,
-                                      "seed": int(seed_folder.removeprefix("seed-")), **extra})
-
-
-def write_hat_tables(run_dir: Path, capacity: dict[tuple[str, int, str], float],
-                     reuse: dict[tuple[int, int], float] | None = None,
-                     attention: dict[tuple[int, str], list[float]] | None = None) -> None:
-    """HAT monitoring tables as the engine stores them (`hat_capacity`: (mask, stage, layer) -> fraction;
-    `hat_reuse`: (task, later task) -> fraction, repeated at every stage >= later task; `hat_masks`:
-    (task, layer) -> attention per unit)."""
-    benchmark, method, config_hash, seed_folder = run_dir.parts[-4:]
-    identity = {"run_id": f"{benchmark}/{method}/{config_hash}/{seed_folder}", "benchmark": benchmark,
-                "method": method, "seed": int(seed_folder.removeprefix("seed-"))}
-    rows = [{**identity, "stage": stage, "mask": mask, "layer": layer, "used": round(fraction * 100),
-             "weights": 100, "fraction": np.float32(fraction)} for (mask, stage, layer), fraction in capacity.items()]
-    write_parquet(run_dir / "hat_capacity.parquet", pd.DataFrame(rows))
-    if reuse:
-        last = max(later for _, later in reuse)
-        rows = [{**identity, "stage": stage, "task": task, "later_task": later, "shared": round(fraction * 100),
-                 "used": 100,
-                 "fraction": np.float32(fraction)}
-                for stage in range(2, last + 1) for (task, later), fraction in reuse.items() if later <= stage]
-        write_parquet(run_dir / "hat_reuse.parquet", pd.DataFrame(rows))
-    if attention:
-        rows = [{**identity, "stage": task, "task": task, "layer": layer, "unit": unit, "attention": np.float32(a)}
-                for (task, layer), values in attention.items() for unit, a in enumerate(values)]
-        write_parquet(run_dir / "hat_masks.parquet", pd.DataFrame(rows))
-
-
-def write_bench(results: Path, rows: list[dict], name: str = "bench.parquet") -> None:
-    """A bench results file `<results>/_bench/<name>` (columns as the bench command writes them)."""
-    defaults = {"benchmark": "b", "device": "cuda:0", "batch_size": 64, "epoch_seconds": 1.0,
-                "peak_memory_mb": 100.0, "clbench_version": "0.1.0", "torch_version": "2.5.0",
-                "measured_utc": "2025-01-01T00:00:00+00:00"}
-    write_parquet(results / "_bench" / name, pd.DataFrame([defaults | row for row in rows]))
+from clbench.results import run_directory, write_json
 
 
 def make_results(tmp_path: Path) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_report import write_run
+from resultbuilders import write_run
 from typer.testing import CliRunner
 
 from clbench.cli import app

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_report import write_run, write_run_json
-from test_report_golden import GOLDEN, golden_results, portable
+from resultbuilders import GOLDEN, golden_results, portable, write_run, write_run_json
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -162,7 +161,7 @@ def test_built_in_reporters_match_what_the_approach_classes_declare() -> None:
 
 
 def test_a_trained_run_records_its_reporter_and_report_uses_it(tmp_path: Path) -> None:
-    from test_engine import run
+    from runhelpers import run
 
     from clbench.results import read_run_file
 

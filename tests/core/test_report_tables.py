@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from test_report import write_bench, write_hat_tables, write_run
-from test_report_golden import PARAMETERS, golden_results
+from importchecks import assert_imports_no_torch, cli_code
+from resultbuilders import (
+    ALL_09,
+    PARAMETERS,
+    golden_results,
+    sensitivity_results,
+    write_bench,
+    write_hat_tables,
+    write_run,
+)
 from typer.testing import CliRunner
 
 from clbench.approaches.hat.report import build_hat_report, hat_sensitivity
@@ -30,9 +35,6 @@ from clbench.report import (
     summarize,
 )
 from clbench.results import write_parquet
-
-ALL_09 = [[0.9], [0.9, 0.9], [0.9, 0.9, 0.9]]
-ALL_05 = [[0.5], [0.5, 0.5], [0.5, 0.5, 0.5]]
 
 
 @pytest.fixture(scope="module")
@@ -95,18 +97,6 @@ def test_hat_monitoring_means_over_seeds(golden: Path) -> None:
     assert reuse.loc[(1, 2), "mean"] == pytest.approx(0.6) and reuse.loc[(1, 2), "n"] == 3  # last stage only
     assert config.layers == ["fc1", "fc2", "total"] and config.task_names == ["t1", "t2", "t3"]
     assert config.seeds == [0, 1, 2]
-
-
-def sensitivity_results(root: Path) -> Path:
-    """hat on seed 0 over smax {25, 400} x c {0.1, 0.75}, without the (400, 0.75) point; references of seed 0."""
-    write_run(root, "joint", 0, ALL_09)
-    write_run(root, "random", 0, ALL_05)
-    finals = {(25, 0.1): 0.5, (25, 0.75): 0.7, (400, 0.1): 0.9}  # task-1 accuracy after the last task
-    for index, ((smax, c), final) in enumerate(finals.items()):
-        matrix = [[0.9], [0.9, 0.9], [final, 0.9, 0.9]]
-        write_run(root, "hat", 0, matrix, config_hash=f"g{index}", hyperparameters={"smax": smax, "c": c})
-    write_run(root, "hat", 1, ALL_09, config_hash="g0", hyperparameters={"smax": 25, "c": 0.1})  # no references
-    return root
 
 
 def test_sensitivity_grid_is_rho_at_the_last_stage_on_one_seed(tmp_path: Path) -> None:
@@ -227,11 +217,5 @@ def test_bad_options_exit_2(golden: Path, arguments: list[str]) -> None:
 def test_report_imports_neither_torch_nor_torchvision(golden: Path, tmp_path: Path) -> None:
     every_table = ["report", "b", "--results", str(golden), "--summary", "--time", "--hat", "--table", "--ci"]
     figures = ["report", "b", "--results", str(golden), "--plot", str(tmp_path / "figures")]
-    code = ("import sys; from typer.testing import CliRunner; from clbench.cli import app; "
-            f"results = [CliRunner().invoke(app, arguments) for arguments in ({every_table!r}, {figures!r})]; "
-            "assert [r.exit_code for r in results] == [0, 0], [r.output for r in results]; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision')))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().replace("'", '"')) == []
+    assert_imports_no_torch(cli_code(every_table, figures))
     assert (tmp_path / "figures" / "b-forgetting-ratio.png").is_file()  # matplotlib and clbench.report.figures ran

@@ -27,14 +27,10 @@ from clbench.cli import app
 from clbench.data.tasks import build_tasks
 from clbench.nets import parameter_count
 from clbench.results import read_run_file
-from clbench.run.engine import (
-    build_approach,
-    checkpoint_path,
-    execute,
-    load_checkpoint,
-    plan_runs,
-)
+from clbench.run.checkpoints import checkpoint_path, load_checkpoint
+from clbench.run.engine import build_approach, execute
 from clbench.run.locking import held_lock
+from clbench.run.plan import plan_runs
 
 CPU = torch.device("cpu")
 TESTS = Path(__file__).resolve().parent.parent
@@ -154,10 +150,10 @@ sys.path.insert(0, {tests!r})
 import torch
 torch.set_num_threads(1)
 import synthetic
-import clbench.run.engine as engine
+import clbench.run.loaders as loaders
 from clbench.approaches.base import Approach
-engine.fetching_loader = lambda data_dir, mirror: synthetic.synthetic_loader()
-engine.prepare_data = lambda specs, data_dir, mirror: None
+loaders.fetching_loader = lambda data_dir, mirror: synthetic.synthetic_loader()
+loaders.prepare_data = lambda specs, data_dir, mirror: None
 epoch = Approach.train_epoch
 def slow_epoch(self, stage, *args):
     if stage >= 1:
@@ -173,10 +169,10 @@ main()
 @pytest.fixture
 def synthetic_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """`clbench train` in this process on the synthetic loader."""
-    import clbench.run.engine as engine
+    import clbench.run.loaders as loaders
 
-    monkeypatch.setattr(engine, "fetching_loader", lambda data_dir, mirror: synthetic_loader())
-    monkeypatch.setattr(engine, "prepare_data", lambda specs, data_dir, mirror: None)
+    monkeypatch.setattr(loaders, "fetching_loader", lambda data_dir, mirror: synthetic_loader())
+    monkeypatch.setattr(loaders, "prepare_data", lambda specs, data_dir, mirror: None)
 
 
 def train_arguments(spec_file: Path, method: str, results: Path) -> list[str]:

@@ -18,11 +18,13 @@ from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec,
 from torch.nn import functional
 
 from clbench.approaches import REGISTRY
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.random_classifier import RandomClassifier
 from clbench.approaches.sgd import SGD
 from clbench.errors import ClbenchError
-from clbench.run.engine import checkpoint_path, execute, load_checkpoint, plan_runs
+from clbench.run.checkpoints import checkpoint_path, load_checkpoint
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
 
 CPU = torch.device("cpu")

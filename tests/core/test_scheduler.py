@@ -8,21 +8,22 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
+from runhelpers import Recorder
 from synthetic import SyntheticLoader, synthetic_loader, tiny_spec
 from typer.testing import CliRunner
 
-from clbench.approaches.sgd import SGD
 from clbench.cli import app
 from clbench.errors import ClbenchError
 from clbench.results import read_run_file
-from clbench.run.engine import RunOutcome, RunPlan, execute, plan_runs
+from clbench.run.engine import execute
 from clbench.run.execution import Execution, check_execution, parse_devices
+from clbench.run.plan import plan_runs
 from clbench.run.scheduler import RunRequest, run_in_processes, run_request, slot_devices
 
 CPU = torch.device("cpu")
@@ -36,54 +37,6 @@ class DyingLoader:
 
     def __call__(self, name: str, form: str):  # type: ignore[no-untyped-def]
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-class SlowSGD(SGD):
-    """SGD whose epochs also sleep (same numbers), so that a test can act while a run trains."""
-
-    delay = 0.1
-
-    def train_epoch(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        time.sleep(self.delay)
-        return super().train_epoch(*args, **kwargs)
-
-
-def slow(plan: RunPlan) -> RunPlan:
-    return replace(plan, approach=replace(plan.approach, cls=SlowSGD)) if plan.method == "sgd" else plan
-
-
-class Recorder:
-    """A ScheduleListener that keeps every event as (kind, run_id, payload)."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, object]] = []
-
-    def _add(self, kind: str, plan: RunPlan, payload: object = None) -> None:
-        self.events.append((kind, plan.run_id, payload))
-
-    def run_launched(self, plan, device) -> None:  # type: ignore[no-untyped-def]
-        self._add("launched", plan, device)
-
-    def run_ended(self, outcome: RunOutcome) -> None:
-        self._add("ended", outcome.plan, outcome.status)
-
-    def run_started(self, plan, task_names) -> None:  # type: ignore[no-untyped-def]
-        self._add("started", plan, list(task_names))
-
-    def run_resumed(self, plan, stage) -> None:  # type: ignore[no-untyped-def]
-        self._add("resumed", plan, stage)
-
-    def task_started(self, plan, stage) -> None:  # type: ignore[no-untyped-def]
-        self._add("task_started", plan, stage)
-
-    def epoch_finished(self, plan, epoch) -> None:  # type: ignore[no-untyped-def]
-        self._add("epoch", plan, epoch.epoch)
-
-    def task_finished(self, plan, stage, accuracies) -> None:  # type: ignore[no-untyped-def]
-        self._add("task_finished", plan, stage)
-
-    def of(self, kind: str, run_id: str) -> list[object]:
-        return [payload for k, r, payload in self.events if k == kind and r == run_id]
 
 
 def numbers(rows: list[dict]) -> list[tuple[float, float]]:
@@ -155,11 +108,13 @@ def test_workers_give_the_serial_numbers_and_survive_a_dying_worker(tmp_path: Pa
 TWO_COMMANDS = """\
 import json, sys, time
 from pathlib import Path
-sys.path[:0] = [{tests!r}, {core!r}]
+sys.path.insert(0, {tests!r})
 import torch
 torch.set_num_threads(1)
-from test_scheduler import Recorder, SyntheticLoader, slow, SPEC
-from clbench.run.engine import plan_runs
+from runhelpers import Recorder, slow
+from synthetic import SyntheticLoader, tiny_spec
+SPEC = tiny_spec("mlp")
+from clbench.run.plan import plan_runs
 from clbench.run.scheduler import RunRequest, run_serially
 folder = Path({folder!r})
 (folder / "ready-{name}").touch()
@@ -175,7 +130,7 @@ outcomes = run_serially([RunRequest(plan, "cpu", SyntheticLoader()) for plan in 
 @pytest.mark.slow
 def test_two_commands_on_one_results_folder_never_run_a_run_twice(tmp_path: Path) -> None:
     children = [subprocess.Popen([sys.executable, "-c", TWO_COMMANDS.format(
-        tests=str(TESTS), core=str(TESTS / "core"), folder=str(tmp_path), name=name)],
+        tests=str(TESTS), folder=str(tmp_path), name=name)],
         env={**os.environ, "OMP_NUM_THREADS": "1"}) for name in ("a", "b")]
     assert [child.wait(timeout=300) for child in children] == [0, 0]
     statuses: dict[str, list[str]] = {}
@@ -200,13 +155,15 @@ JOBS_CHILD = """\
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even when pytest runs in the
 # background (started with SIGINT ignored; the workers this child spawns would inherit that)
-sys.path[:0] = [{tests!r}, {core!r}]
-import clbench.run.engine as engine
-from test_scheduler import SyntheticLoader, slow
-plan_runs = engine.plan_runs
-engine.plan_runs = lambda *args, **kwargs: [slow(plan) for plan in plan_runs(*args, **kwargs)]
-engine.fetching_loader = lambda data_dir, mirror: SyntheticLoader()
-engine.prepare_data = lambda specs, data_dir, mirror: None
+sys.path.insert(0, {tests!r})
+import clbench.run.loaders as loaders
+import clbench.run.plan as planning
+from runhelpers import slow
+from synthetic import SyntheticLoader
+plan_runs = planning.plan_runs
+planning.plan_runs = lambda *args, **kwargs: [slow(plan) for plan in plan_runs(*args, **kwargs)]
+loaders.fetching_loader = lambda data_dir, mirror: SyntheticLoader()
+loaders.prepare_data = lambda specs, data_dir, mirror: None
 from clbench.cli import main
 sys.argv = ["clbench"] + {arguments!r}
 main()
@@ -226,11 +183,11 @@ training: {lr: 0.05, patience: 2, max_epochs: 4, batch_size: 32, eval_batch_size
 def synthetic_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """`clbench train` in this process on synthetic data (a loader that worker processes can receive), with
     one torch thread per worker as in this process (CPU numbers depend on the thread count)."""
-    import clbench.run.engine as engine
+    import clbench.run.loaders as loaders
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    monkeypatch.setattr(engine, "fetching_loader", lambda data_dir, mirror: SyntheticLoader())
-    monkeypatch.setattr(engine, "prepare_data", lambda specs, data_dir, mirror: None)
+    monkeypatch.setattr(loaders, "fetching_loader", lambda data_dir, mirror: SyntheticLoader())
+    monkeypatch.setattr(loaders, "prepare_data", lambda specs, data_dir, mirror: None)
 
 
 @pytest.mark.slow
@@ -243,7 +200,7 @@ def test_ctrl_c_with_jobs_interrupts_every_worker_then_the_command_resumes(tmp_p
     log = tmp_path / "child.log"
     with open(log, "wb") as stream:  # its own session: a terminal's Ctrl-C reaches the whole process group
         child = subprocess.Popen([sys.executable, "-c", JOBS_CHILD.format(
-            tests=str(TESTS), core=str(TESTS / "core"), arguments=arguments)], stdout=stream,
+            tests=str(TESTS), arguments=arguments)], stdout=stream,
             stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     deadline = time.monotonic() + 120
     while not list((tmp_path / "results").rglob("stage-01.pt")):

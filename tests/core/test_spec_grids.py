@@ -9,7 +9,7 @@ import yaml
 
 from clbench.approaches import REGISTRY, approach_names, resolve
 from clbench.errors import SpecError
-from clbench.run.engine import plan_runs
+from clbench.run.plan import plan_runs
 from clbench.spec import benchmark_names, benchmarks_dir, check_approach_sections, load_benchmark
 from clbench.spec.fields import build
 from clbench.spec.grid import default_grid, default_grid_options, expand_grid, value_text

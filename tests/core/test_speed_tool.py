@@ -11,7 +11,7 @@ import torch
 from synthetic import make_approach, synthetic_loader, tiny_spec
 
 from clbench.data.tasks import build_tasks
-from clbench.run.engine import evaluate_stage
+from clbench.run.rows import evaluate_stage
 
 SPEED = Path(__file__).resolve().parents[2] / "tools" / "speed.py"
 

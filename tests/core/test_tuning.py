@@ -15,9 +15,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from clbench import tuning
 from clbench.results import select_split
-from clbench.tuning import PointScore, TuningError
+from clbench.tuning import scoring, tuned_file
+from clbench.tuning.comparison import compare_winners, compare_with_test
+from clbench.tuning.scoring import PointScore, TuningError
 
 NAN = math.nan
 GRID = ["toy.lr=0.1,0.01", "toy.c=1,2"]
@@ -69,8 +70,8 @@ def grid_rows(test_split: str | None = "test") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def choose(rows: pd.DataFrame, **options) -> tuning.TunedChoice:
-    return tuning.choose(rows, "toy", "m", "abc123", GRID, overrides=["training.max_epochs=3"], **options)
+def choose(rows: pd.DataFrame, **options) -> tuned_file.TunedChoice:
+    return tuned_file.choose(rows, "toy", "m", "abc123", GRID, overrides=["training.max_epochs=3"], **options)
 
 
 def test_the_validation_winner_is_chosen_ties_to_the_earlier_grid_point() -> None:
@@ -93,9 +94,9 @@ def test_the_tie_rule_does_not_depend_on_where_the_tied_points_are() -> None:
     # Scores 0.5, 0.9, 0.9 + 1e-12 (floating-point noise, within TIE_TOLERANCE), 0.9: the first 0.9 (index 1) wins;
     # a clear winner (0.9 + 1e-6, beyond the tolerance) wins wherever it is.
     noisy = [PointScore(POINTS[index], score) for index, score in enumerate([0.5, 0.9, 0.9 + 1e-12, 0.9])]
-    assert tuning.select(noisy) is noisy[1]
+    assert scoring.select(noisy) is noisy[1]
     clear = [PointScore(POINTS[index], score) for index, score in enumerate([0.5, 0.9, 0.9 + 1e-6, 0.9])]
-    assert tuning.select(clear) is clear[2]
+    assert scoring.select(clear) is clear[2]
 
 
 def test_test_rows_never_choose() -> None:
@@ -120,23 +121,23 @@ def test_a_missing_split_value_is_a_test_row() -> None:
 def test_a_point_without_a_run_refuses_the_choice() -> None:
     rows = grid_rows()
     rows = rows[rows["run_id"] != "toy/m/p3/seed-0"]
-    points = tuning.score_points(rows, "m", GRID, overrides=["training.max_epochs=3"])
+    points = scoring.score_points(rows, "m", GRID, overrides=["training.max_epochs=3"])
     assert points[3].problem is not None and math.isnan(points[3].score) and points[1].scored
     with pytest.raises(TuningError, match="toy.lr=0.01, toy.c=2 has no validation rows"):
-        tuning.select(points)
+        scoring.select(points)
 
 
 def test_the_test_winner_is_reported_beside_the_validation_winner() -> None:
     rows = grid_rows()
     choice = choose(rows)
-    comparison = tuning.compare_with_test(rows, choice)
+    comparison = compare_with_test(rows, choice)
     assert comparison.validation.values == POINTS[1]
     assert [point.score for point in comparison.test_scores] == pytest.approx([0.70, 0.75, 0.80, 0.95])
     assert comparison.test is not None and comparison.test.values == POINTS[3]
     assert comparison.disagrees
     # Without test rows for p2 there is no test winner, and nothing to warn about.
-    partial = tuning.compare_with_test(rows[~((rows["run_id"] == "toy/m/p2/seed-0") & (rows["split"] == "test"))],
-                                       choice)
+    partial = compare_with_test(rows[~((rows["run_id"] == "toy/m/p2/seed-0") & (rows["split"] == "test"))],
+                                choice)
     assert partial.test is None and not partial.disagrees
     assert [point.values for point in partial.missing] == [POINTS[2]]
 
@@ -144,7 +145,7 @@ def test_the_test_winner_is_reported_beside_the_validation_winner() -> None:
 def test_winners_that_agree_give_no_warning() -> None:
     validation = PointScore(POINTS[0], 0.8)
     test = [PointScore(POINTS[0], 0.7), PointScore(POINTS[1], 0.7)]  # a tie: the first, the same point
-    comparison = tuning.compare_winners(validation, test)
+    comparison = compare_winners(validation, test)
     assert comparison.test is test[0] and not comparison.disagrees
 
 
@@ -169,26 +170,26 @@ def rho_rows() -> pd.DataFrame:
 
 
 def test_the_forgetting_ratio_rule_uses_validation_references() -> None:
-    points = tuning.score_points(rho_rows(), "m", RHO_GRID, rule="forgetting-ratio")
+    points = scoring.score_points(rho_rows(), "m", RHO_GRID, rule="forgetting-ratio")
     assert [point.score for point in points] == pytest.approx([-0.5, -0.25])
-    assert tuning.select(points).values == (("toy.lr", "0.01"),)
-    assert tuning.select(tuning.score_points(rho_rows(), "m", RHO_GRID)).values == (("toy.lr", "0.1"),)
-    assert tuning.RULES["forgetting-ratio"].needs_references and not tuning.RULES["accuracy"].needs_references
+    assert scoring.select(points).values == (("toy.lr", "0.01"),)
+    assert scoring.select(scoring.score_points(rho_rows(), "m", RHO_GRID)).values == (("toy.lr", "0.1"),)
+    assert scoring.RULES["forgetting-ratio"].needs_references and not scoring.RULES["accuracy"].needs_references
 
 
 def test_the_forgetting_ratio_rule_needs_its_references() -> None:
     rows = rho_rows()
-    points = tuning.score_points(rows[rows["method"] != "random"], "m", RHO_GRID, rule="forgetting-ratio")
+    points = scoring.score_points(rows[rows["method"] != "random"], "m", RHO_GRID, rule="forgetting-ratio")
     assert all(not point.scored and "no complete random reference on validation" in point.problem
                for point in points)
     with pytest.raises(TuningError, match="random reference"):
-        tuning.select(points)
+        scoring.select(points)
 
 
-def write(tmp_path: Path) -> tuple[Path, tuning.TunedChoice]:
+def write(tmp_path: Path) -> tuple[Path, tuned_file.TunedChoice]:
     choice = choose(grid_rows())
-    path = tuning.tuned_path(tmp_path, "toy", "m", "abc123")
-    tuning.write_tuned(path, choice)
+    path = tuned_file.tuned_path(tmp_path, "toy", "m", "abc123")
+    tuned_file.write_tuned(path, choice)
     return path, choice
 
 
@@ -197,12 +198,13 @@ def test_the_tuned_file_holds_the_choice_and_reads_back(tmp_path: Path) -> None:
     assert path == tmp_path / "toy" / "_tuned" / "m-abc123.yaml"
     data = yaml.safe_load(path.read_text())
     assert (data["benchmark"], data["config_hash"], data["method"], data["grid"]) == ("toy", "abc123", "m", GRID)
-    assert (data["rule"], data["tuning_seed"], data["clbench_version"]) == ("accuracy", 0, tuning.clbench.__version__)
+    assert (data["rule"], data["tuning_seed"], data["clbench_version"]) == ("accuracy", 0,
+                                                                         tuned_file.clbench.__version__)
     assert [entry["validation_score"] for entry in data["points"]] == pytest.approx([0.75, 0.85, 0.85, 0.65])
     assert data["chosen"] == {"toy.lr": "0.1", "toy.c": "2"}
-    assert tuning.read_tuned(path, "toy", "abc123", "m") == choice
+    assert tuned_file.read_tuned(path, "toy", "abc123", "m") == choice
     with pytest.raises(TuningError, match="exists"):
-        tuning.write_tuned(path, choice)
+        tuned_file.write_tuned(path, choice)
 
 
 @pytest.mark.parametrize(("asked", "difference"), [
@@ -214,7 +216,7 @@ def test_a_tuned_file_for_something_else_is_refused(tmp_path: Path, asked: tuple
                                                     difference: str) -> None:
     path, _ = write(tmp_path)
     with pytest.raises(TuningError) as refused:
-        tuning.read_tuned(path, *asked)
+        tuned_file.read_tuned(path, *asked)
     message = str(refused.value)
     assert difference in message and "\n" not in message
     assert f"clbench tune {asked[0]} -m {asked[2]} --grid toy.lr=0.1,0.01 --grid toy.c=1,2" in message
@@ -225,7 +227,7 @@ def test_the_refusal_names_the_asking_run_s_options(tmp_path: Path) -> None:
     # The file's --set is training.max_epochs=3; a run with max_epochs=5 has another config hash: the command that
     # makes its tuned file carries the run's own options.
     with pytest.raises(TuningError, match=r"--grid toy.c=1,2 --set training.max_epochs=5`$"):
-        tuning.read_tuned(path, "toy", "def456", "m", overrides=["training.max_epochs=5"])
+        tuned_file.read_tuned(path, "toy", "def456", "m", overrides=["training.max_epochs=5"])
 
 
 def edit(path: Path, change, redigest: bool = False) -> None:
@@ -244,7 +246,7 @@ def test_a_changed_score_is_refused(tmp_path: Path) -> None:
     # p0's score 0.75 -> 0.70: the chosen point is still the best, but the file is not what tune wrote.
     edit(path, lambda data: data["points"][0].update(validation_score=0.70))
     with pytest.raises(TuningError, match="changed after `clbench tune` wrote it"):
-        tuning.read_tuned(path, "toy", "abc123", "m")
+        tuned_file.read_tuned(path, "toy", "abc123", "m")
 
 
 @pytest.mark.parametrize("redigest", [False, True])
@@ -253,7 +255,7 @@ def test_chosen_values_that_do_not_match_the_scores_are_refused(tmp_path: Path, 
     # p2 ties p1 at 0.85, but the tie rule gives p1: choosing p2 does not match the scores, digest or not.
     edit(path, lambda data: data.update(chosen={"toy.lr": "0.01", "toy.c": "1"}), redigest)
     with pytest.raises(TuningError, match="not the best validation score under rule accuracy"):
-        tuning.read_tuned(path, "toy", "abc123", "m")
+        tuned_file.read_tuned(path, "toy", "abc123", "m")
 
 
 def test_a_recomputed_digest_still_needs_the_file_s_own_fields(tmp_path: Path) -> None:
@@ -261,21 +263,21 @@ def test_a_recomputed_digest_still_needs_the_file_s_own_fields(tmp_path: Path) -
     # A field the reader does not know, digest recomputed: the content is not what this clbench writes.
     edit(path, lambda data: data.update(note="hand-picked"), redigest=True)
     with pytest.raises(TuningError, match="changed after"):
-        tuning.read_tuned(path, "toy", "abc123", "m")
+        tuned_file.read_tuned(path, "toy", "abc123", "m")
     path.write_text("not: [a tuned file")
     with pytest.raises(TuningError, match="not a readable tuned file"):
-        tuning.read_tuned(path, "toy", "abc123", "m")
+        tuned_file.read_tuned(path, "toy", "abc123", "m")
 
 
 def test_file_sha256(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"abc")
     # The sha256 of "abc" (FIPS 180-2, appendix B.1).
-    assert tuning.file_sha256(path) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert tuned_file.file_sha256(path) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
 
 def test_unknown_rules_and_empty_grids_are_refused() -> None:
     with pytest.raises(TuningError, match="use one of accuracy, forgetting-ratio"):
-        tuning.score_points(grid_rows(), "m", GRID, rule="loss")
+        scoring.score_points(grid_rows(), "m", GRID, rule="loss")
     with pytest.raises(TuningError, match="needs a grid"):
-        tuning.score_points(grid_rows(), "m", [])
+        scoring.score_points(grid_rows(), "m", [])

@@ -25,7 +25,9 @@ from clbench.errors import ResultsError
 from clbench.metrics import accuracy_matrices
 from clbench.report import build_report, load_results
 from clbench.results import select_split
-from clbench.run.engine import SilentObserver, execute, load_checkpoint, plan_runs
+from clbench.run.checkpoints import load_checkpoint
+from clbench.run.engine import SilentObserver, execute
+from clbench.run.plan import plan_runs
 from clbench.spec import TrainingSpec
 
 CPU = torch.device("cpu")

@@ -21,8 +21,11 @@ from typer.testing import CliRunner
 from clbench.approaches import REGISTRY
 from clbench.data.tasks import build_tasks
 from clbench.results import read_run_file
-from clbench.run.bench import BenchSettings, head, run_bench
-from clbench.run.engine import build_approach, execute, plan_runs, resume_from_checkpoint
+from clbench.run.bench import BenchSettings, run_bench
+from clbench.run.bench_data import head
+from clbench.run.checkpoints import resume_from_checkpoint
+from clbench.run.engine import build_approach, execute
+from clbench.run.plan import plan_runs
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

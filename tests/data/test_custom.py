@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from filebuilders import constant_images, write_image_folder, write_npz
 from PIL import Image
 
 from clbench.data.custom import (
@@ -23,32 +24,6 @@ from clbench.data.custom import (
 )
 from clbench.errors import ClbenchError, DataNotFoundError, SpecError
 from clbench.spec import load_benchmark
-
-COLOURS = {"b_square": [(200, 100, 50), (0, 50, 250)], "a_circle": [(10, 20, 30), (40, 40, 40), (100, 0, 0)]}
-TEST_COLOURS = {"b_square": [(1, 2, 3)], "a_circle": [(9, 9, 9)]}
-
-
-def write_image_folder(root: Path, train: dict = COLOURS, test: dict = TEST_COLOURS, size: int = 8) -> Path:
-    """`root/{train,test}/<class>/<i>.png`: uniform RGB squares of the given colours."""
-    for split, classes in (("train", train), ("test", test)):
-        for name, colours in classes.items():
-            (root / split / name).mkdir(parents=True, exist_ok=True)
-            for index, colour in enumerate(colours):
-                Image.new("RGB", (size, size), colour).save(root / split / name / f"{index}.png")
-    return root
-
-
-def constant_images(values: list[int], side: int = 28) -> np.ndarray:
-    return np.stack([np.full((side, side), value, np.uint8) for value in values])  # (N, side, side)
-
-
-def write_npz(path: Path, **overrides: np.ndarray) -> Path:
-    """x_train: 4 constant 28x28 images (10, 20, 30, 40) labelled 7, 3, 7, 3; x_test: 50 (3), 60 (7)."""
-    arrays = {"x_train": constant_images([10, 20, 30, 40]), "y_train": np.array([7, 3, 7, 3]),
-              "x_test": constant_images([50, 60]), "y_test": np.array([3, 7])}
-    arrays.update(overrides)
-    np.savez(path, **arrays)
-    return path
 
 
 def npz_dataset(path: Path) -> CustomDataset:
@@ -316,7 +291,7 @@ def test_own_data_sets_may_use_the_mnist28_form(tmp_path: Path) -> None:
 
 def test_split_tasks_from_an_own_data_set(tmp_path: Path) -> None:
     from clbench.data.tasks import build_tasks
-    from clbench.run.engine import fetching_loader, loader_for
+    from clbench.run.loaders import fetching_loader, loader_for
 
     labels = np.array([0, 1, 2, 3] * 3)
     write_npz(tmp_path / "arrays.npz", x_train=constant_images(list(range(12))), y_train=labels,
@@ -333,7 +308,7 @@ def test_split_tasks_from_an_own_data_set(tmp_path: Path) -> None:
 
 
 def test_run_identity_follows_the_content(tmp_path: Path) -> None:
-    from clbench.run.engine import data_identity, plan_runs
+    from clbench.run.plan import data_identity, plan_runs
     from clbench.spec.fields import identity_dict, stable_hash
 
     path = write_npz(tmp_path / "arrays.npz")
@@ -348,7 +323,7 @@ def test_run_identity_follows_the_content(tmp_path: Path) -> None:
 
 
 def test_reference_hash_follows_the_content_of_an_own_data_set(tmp_path: Path) -> None:
-    from clbench.run.engine import plan_runs
+    from clbench.run.plan import plan_runs
 
     path = write_npz(tmp_path / "arrays.npz")
     spec_file = write_spec(tmp_path, "{my-arrays: {format: npz, path: arrays.npz}}")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_custom import constant_images, write_image_folder, write_npz
+from filebuilders import constant_images, write_image_folder, write_npz
 from typer.testing import CliRunner
 
 from clbench.cli import app

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from synthetic import synthetic_loader
 
 from clbench.data.tasks import ROTATION_RANGE, build_tasks, rotate_images, rotation_angles, rotation_sources
 from clbench.errors import ClbenchError, SpecError
 from clbench.spec import DataSpec, load_benchmark
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ (synthetic)
-from synthetic import synthetic_loader  # noqa: E402
 
 
 def image(rows: list[list[int]]) -> torch.Tensor:

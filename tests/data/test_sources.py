@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clbench.data import cache, sources
+from clbench.data import cache, converters, sources
 from clbench.data.download import RetryPolicy
-from clbench.data.sources import DATASET_NAMES, dataset_status, fetch_dataset, load_dataset
+from clbench.data.sources import dataset_status, fetch_dataset, load_dataset
 from clbench.errors import ChecksumError, ClbenchError, DataNotFoundError, UnsafeArchiveError
+from clbench.spec.catalogue import CATALOGUE, DATASET_NAMES
 
 PAPER_CLASSES = {"mnist": 10, "fashion-mnist": 10, "cifar10": 10, "cifar100": 100, "svhn": 10,
                  "traffic-signs": 43, "facescrub": 100, "notmnist": 10}
@@ -32,6 +33,14 @@ def test_the_eight_data_sets_of_the_paper_are_registered() -> None:
         normalisation = source.normalisation("image32")
         assert len(normalisation.mean) == len(normalisation.std) == 3
         assert all(0 < value < 1 for value in normalisation.mean + normalisation.std)
+
+
+def test_every_catalogued_data_set_has_a_source_with_the_catalogue_facts() -> None:
+    for name, entry in CATALOGUE.items():
+        source = sources.get_source(name)
+
+        assert (source.name, source.n_classes, source.paper_sizes) == (name, entry.n_classes, entry.paper_sizes)
+        assert tuple(form for form, _ in source.forms) == entry.forms
 
 
 def test_unknown_data_set_is_an_error_listing_the_valid_ones() -> None:
@@ -73,17 +82,17 @@ def test_read_idx_checks_magic_and_length(tmp_path: Path, formats) -> None:
     (tmp_path / "magic").write_bytes(b"\x01" + good[1:])
     (tmp_path / "short").write_bytes(good[:-1])
 
-    assert np.array_equal(sources.read_idx(tmp_path / "ok"), np.arange(12).reshape(3, 2, 2))
+    assert np.array_equal(converters.read_idx(tmp_path / "ok"), np.arange(12).reshape(3, 2, 2))
     with pytest.raises(ClbenchError, match="magic"):
-        sources.read_idx(tmp_path / "magic")
+        converters.read_idx(tmp_path / "magic")
     with pytest.raises(ClbenchError, match="idx header"):
-        sources.read_idx(tmp_path / "short")
+        converters.read_idx(tmp_path / "short")
 
 
 def test_padding_is_centred_zeros_with_three_identical_channels() -> None:
     images = np.full((2, 28, 28), 200, np.uint8)
 
-    padded = sources.pad_to_image32(images)  # (2, 3, 32, 32)
+    padded = converters.pad_to_image32(images)  # (2, 3, 32, 32)
 
     assert padded.shape == (2, 3, 32, 32) and padded.dtype == np.uint8
     assert (padded[:, :, 2:30, 2:30] == 200).all()

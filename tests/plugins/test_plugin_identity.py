@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 import torch
 from clihelpers import TINY, kept_registry
+from filebuilders import write_npz
 from typer.testing import CliRunner
 
 from clbench.approaches import ORIGINS
-from clbench.approaches.plugins import code_identity, load_entry_points, load_method, package_sha256
+from clbench.approaches.plugins import package_sha256
+from clbench.approaches.registry import code_identity, load_entry_points, load_method
 from clbench.cli import app
 from clbench.errors import ClbenchError
-from clbench.run.engine import execute, plan_runs
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))  # the custom-data tests' file builders
-from test_custom import write_npz  # noqa: E402
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]

@@ -127,7 +127,7 @@ def test_module_form_and_builtin_provenance() -> None:
     assert result.exit_code == 0, result.output
     assert "my-plugin" in approach_names()
     assert ORIGINS["my-plugin"]["kind"] == "module" and ORIGINS["my-plugin"]["module"] == "my_plugin"
-    from clbench.approaches.plugins import origin_of
+    from clbench.approaches.registry import origin_of
 
     assert origin_of("hat") == {"kind": "built-in", "module": "clbench.approaches.hat"}
 
@@ -186,7 +186,7 @@ def test_entry_point_plugin_section_in_a_spec_is_validated(installed_l2transfer:
 
 
 def test_a_resolved_plugin_unpickles_in_a_process_that_never_loaded_it() -> None:
-    from clbench.approaches.plugins import load_method
+    from clbench.approaches.registry import load_method
 
     name = load_method(f"{PLUGIN_FILE}:MyApproach")
     resolved = resolve(load_benchmark("mnist2", ["my-plugin.strength=0.5"]), name)
@@ -206,7 +206,7 @@ def plugin_modules(stem: str) -> list[str]:
 
 
 def test_a_plugin_file_edited_and_loaded_again_gives_the_new_class(tmp_path: Path) -> None:
-    from clbench.approaches.plugins import load_method
+    from clbench.approaches.registry import load_method
 
     path = tmp_path / "edited_plugin.py"
     source = "import clbench.api as cl\n\n\nclass Edited(cl.Approach):\n    name = 'edited'\n    summary = '{}'\n"
@@ -231,7 +231,7 @@ def test_a_plugin_file_edited_and_loaded_again_gives_the_new_class(tmp_path: Pat
 ], ids=["exception", "spec-error"])
 def test_a_plugin_whose_import_raises_raises_again_and_leaves_no_module(tmp_path: Path, body: str,
                                                                           error: str) -> None:
-    from clbench.approaches.plugins import load_method
+    from clbench.approaches.registry import load_method
     from clbench.errors import SpecError
 
     path = tmp_path / "broken_plugin.py"

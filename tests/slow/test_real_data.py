@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from clbench.metrics import accuracy_matrix, forgetting_ratio, random_reference
-from clbench.run.engine import execute, fetching_loader, plan_runs
+from clbench.run.engine import execute
+from clbench.run.loaders import fetching_loader
+from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
 
 pytestmark = pytest.mark.slow

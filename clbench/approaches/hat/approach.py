@@ -47,7 +47,8 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.hat import functions as hat_functions
 from clbench.approaches.hat.network import EMBEDDING_INITS, GatedNet, build_hat_network
 from clbench.data.tasks import Batch, TaskSequence

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from clbench.approaches.base import ParameterDict
+from clbench.approaches.parameters import ParameterDict
 from clbench.data.tasks import LabelledData
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clbench.approaches.base import Hyperparameters
+from clbench.approaches.datatypes import Hyperparameters
 from clbench.approaches.importance.functions import mas_importance
 from clbench.approaches.importance.penalty import ImportancePenalty
 from clbench.data.tasks import TaskSequence

@@ -21,13 +21,15 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, named_shared_parameters, tensors_to
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters
 from clbench.approaches.importance.functions import (
     ParameterDict,
     accumulate_importance,
     quadratic_penalty,
     stiffness_rows,
 )
+from clbench.approaches.parameters import named_shared_parameters, tensors_to
 from clbench.approaches.regularizers import detached_copy
 from clbench.data.tasks import TaskSequence
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.importance.functions import (
     ParameterDict,
     clip_at_zero,

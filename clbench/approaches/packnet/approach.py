@@ -31,16 +31,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from clbench.approaches.base import (
-    Approach,
-    ApproachContext,
-    Hyperparameters,
-    ProgressCallback,
-    StepInfo,
-    TaskLog,
-    named_body_parameters,
-)
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, ProgressCallback, StepInfo, TaskLog
 from clbench.approaches.packnet import pruning
+from clbench.approaches.parameters import named_body_parameters
 from clbench.data.tasks import TaskSequence
 from clbench.spec import TrainingSpec
 from clbench.spec.fields import field

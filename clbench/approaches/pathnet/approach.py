@@ -50,18 +50,11 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from clbench.approaches.base import (
-    Approach,
-    ApproachContext,
-    EpochLog,
-    Hyperparameters,
-    PlateauSchedule,
-    ProgressCallback,
-    StepInfo,
-    TaskLog,
-    tensors_to,
-)
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, EpochLog, Hyperparameters, ProgressCallback, StepInfo, TaskLog
+from clbench.approaches.parameters import tensors_to
 from clbench.approaches.pathnet.network import PathNet, base_widths, body_plan, build_pathnet, pathnet_parameter_count
+from clbench.approaches.schedule import PlateauSchedule
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.nets.sizing import WidthMatch, match_widths
 from clbench.spec import DataSpec, NetworkSpec, TrainingSpec

@@ -29,7 +29,8 @@ from typing import Any
 
 from torch import nn
 
-from clbench.approaches.base import Approach, Hyperparameters
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import Hyperparameters
 from clbench.approaches.pathnet.network import base_widths, body_plan, pathnet_parameter_count
 from clbench.approaches.pnn.network import ProgressiveNet, build_progressive, progressive_parameter_count
 from clbench.data.tasks import TaskSequence

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.replay.approach import ReplayApproach
 from clbench.approaches.replay.functions import agem_project
 from clbench.data.tasks import TaskSequence

@@ -17,7 +17,9 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach, ApproachContext, Hyperparameters, tensor_bytes
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters
+from clbench.approaches.parameters import tensor_bytes
 from clbench.approaches.replay.buffer import Memory, ReplayBuffer
 from clbench.data.tasks import Batch, InputTransform, LabelledData, TaskSequence
 from clbench.spec.fields import field
@@ -34,7 +36,11 @@ class ReplayHyperparameters(Hyperparameters):
 
 
 class ReplayApproach(Approach):
-    """Keeps a `ReplayBuffer`; subclasses decide what goes in and how replayed samples enter the loss."""
+    """Keeps a `ReplayBuffer`; subclasses decide what goes in and how replayed samples enter the loss.
+
+    The memory's plumbing only: drawing (`replayed`), storing (`store`), checkpoints and `memory_usage`. Each method's
+    file holds its whole step: ER's and DER++'s `loss` and `after_step`, A-GEM's `before_step` and `end_task`.
+    """
 
     hyperparameters_class = ReplayHyperparameters
     hparams: ReplayHyperparameters
@@ -44,7 +50,6 @@ class ReplayApproach(Approach):
         self.buffer = ReplayBuffer(self.hparams.buffer_size, self.device)
         self.replay_generator = context.generator("replay")
         self.transform: InputTransform | None = None  # the tasks' input transform (set at `begin_task`)
-        self.pending: tuple[Batch, torch.Tensor | None] | None = None  # the step's batch, stored after the step
 
     def begin_task(self, stage: int, tasks: TaskSequence) -> None:
         self.transform = tasks[stage].train.transform
@@ -75,12 +80,6 @@ class ReplayApproach(Approach):
         """Offer a batch's samples (and logits) to the memory by reservoir sampling."""
         assert batch.images is not None, "training batches carry their uint8 images"
         self.buffer.add_reservoir(batch.images, batch.targets, self.task_ids(batch), self.replay_generator, logits)
-
-    def after_step(self, step: Any) -> None:
-        """Store the step's batch once the optimiser has stepped (Mammoth: `add_data` after `opt.step()`)."""
-        if self.pending is not None:
-            self.store(*self.pending)
-            self.pending = None
 
     def memory_usage(self) -> tuple[int, int]:
         return len(self.buffer), tensor_bytes(self.extra_state())

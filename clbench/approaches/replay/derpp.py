@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional
 
-from clbench.approaches.base import StepInfo
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.approaches.replay.functions import logit_matching_loss
 from clbench.data.tasks import Batch
@@ -40,16 +40,21 @@ class DERPPHyperparameters(ReplayHyperparameters):
 
 
 class DERPlusPlus(ReplayApproach):
-    """Cross-entropy, plus matching stored logits and replayed labels."""
+    """Cross-entropy, plus matching stored logits and replayed labels.
+
+    A step (`Approach.train_epoch`: `loss`, backward, clipping, optimiser step, `after_step`): `loss` computes the
+    batch's logits and cross-entropy, then draws two memory batches for the logit matching and the replayed labels;
+    `after_step` stores the batch with its logits.
+    """
 
     name = "derpp"
     summary = "dark experience replay++ (Buzzega et al. 2020)"
     hyperparameters_class = DERPPHyperparameters
     hparams: DERPPHyperparameters
 
-    def all_logits(self, inputs: torch.Tensor) -> torch.Tensor:
-        """Every head's logits side by side: (B, classes of the whole sequence)."""
-        return self.seen_logits(self.multihead.features(inputs), len(self.context.head_sizes))
+    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
+        super().__init__(context, hyperparameters)
+        self.to_store: tuple[Batch, torch.Tensor] | None = None  # the step's batch and logits, to `after_step`
 
     def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
         every_output = self.every_output_map()
@@ -59,8 +64,8 @@ class DERPlusPlus(ReplayApproach):
             loss = functional.cross_entropy(every, self.class_targets(batch))
         else:
             loss = self.scenario_cross_entropy(features, batch, step.stage)[0]
-        self.pending = (batch, every.detach())
-        first = self.replayed()
+        self.to_store = (batch, every.detach())
+        first = self.replayed()  # drawn before the batch is stored
         if first is None:
             return loss
         batch_1, memory_1 = first
@@ -75,6 +80,13 @@ class DERPlusPlus(ReplayApproach):
             return loss + self.hparams.beta * functional.cross_entropy(every_output(features_2),
                                                                        self.class_targets(batch_2))
         return loss + self.hparams.beta * self.scenario_cross_entropy(features_2, batch_2, step.stage)[0]
+
+    def after_step(self, step: StepInfo) -> None:
+        """Offer the step's batch and its logits (before the step) to the memory once the optimiser has stepped
+        (Mammoth: `add_data` after `opt.step()`)."""
+        if self.to_store is not None:
+            self.store(*self.to_store)
+            self.to_store = None
 
     def every_output_map(self) -> Callable[[torch.Tensor], torch.Tensor]:
         """features -> every head's logits side by side, for one step's three forward passes: with class_loss

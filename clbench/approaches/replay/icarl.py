@@ -41,8 +41,8 @@ from typing import Any
 
 import torch
 
-from clbench.approaches.base import ApproachContext, Hyperparameters, StepInfo, tensors_to
-from clbench.approaches.regularizers import ParameterDict, frozen_network
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.previous_model import PreviousModel
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.approaches.replay.functions import (
     class_means,
@@ -53,7 +53,6 @@ from clbench.approaches.replay.functions import (
 )
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
-from clbench.nets import MultiHeadNet
 from clbench.spec.fields import field
 
 LOSSES = ("paper", "facil")
@@ -96,8 +95,7 @@ class ICaRL(ReplayApproach):
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)
-        self.previous_weights: ParameterDict = {}
-        self.previous: MultiHeadNet | None = None
+        self.previous = PreviousModel(self.build_network, self.device, self.name)
         self.means: torch.Tensor | None = None  # (classes of the sequence, F); NaN rows: no exemplars yet
 
     # ------------------------------------------------------------------ training
@@ -121,7 +119,7 @@ class ICaRL(ReplayApproach):
     def objective(self, batch: Batch, stage: int, reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
         """(the `loss` chosen, mean or summed over the batch; number correct on the heads)."""
         features = self.multihead.features(batch.inputs)
-        old = self.previous_logits(batch.inputs, stage) if stage > 0 and self.previous is not None else None
+        old = self.previous_logits(batch.inputs, stage) if stage > 0 and self.previous.available else None
         if self.hparams.loss == "facil":
             loss, correct = self.scenario_cross_entropy(features, batch, stage, reduction)
             if old is None:
@@ -137,10 +135,7 @@ class ICaRL(ReplayApproach):
     def previous_logits(self, inputs: torch.Tensor, stage: int) -> torch.Tensor:
         """The previous network's logits of the classes of tasks < stage (its body and its heads), without
         autograd: (B, their classes)."""
-        assert self.previous is not None
-        with torch.no_grad():
-            features = self.previous.features(inputs)  # (B, F)
-            return torch.cat([self.previous.heads[task](features) for task in range(stage)], dim=1)
+        return torch.cat(self.previous.logits(inputs, range(stage), stage), dim=1)
 
     def correct_on_heads(self, seen: torch.Tensor, batch: Batch, stage: int) -> torch.Tensor:
         """Number correct from the logits of every class seen (B, C): the argmax over all of them in the class
@@ -155,8 +150,7 @@ class ICaRL(ReplayApproach):
 
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
         self.select_exemplars(stage, tasks)
-        self.previous_weights = self.snapshot()
-        self.previous = frozen_network(self.build_network, self.previous_weights, self.device)  # type: ignore[assignment]
+        self.previous.remember(self.network)
 
     # ------------------------------------------------------------------ exemplars
     def features_of(self, data: LabelledData) -> torch.Tensor:
@@ -215,12 +209,10 @@ class ICaRL(ReplayApproach):
 
     # ------------------------------------------------------------------ state
     def extra_state(self) -> dict[str, Any]:
-        return {**super().extra_state(), "previous_network": self.previous_weights,
+        return {**super().extra_state(), **self.previous.state(),
                 **({"means": self.means} if self.means is not None else {})}
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         super().load_extra_state(state)
-        self.previous_weights = tensors_to(state.get("previous_network", {}), self.device)
-        self.previous = (frozen_network(self.build_network, self.previous_weights, self.device)  # type: ignore[assignment]
-                         if self.previous_weights else None)
+        self.previous.load_state(state)
         self.means = state["means"].to(self.device) if "means" in state else None

@@ -1,0 +1,80 @@
+"""Why an approach cannot run, in one line, each asked where what it needs is known and raised there.
+
+- A body (`network.kind`) in the approach's `unsupported_networks` (`unsupported_network_problem`, the default of
+  the hook `Approach.network_problem`): asked by `clbench.approaches.resolve` and by the constructor.
+- A protocol it cannot train under (`early_stopping_problem`, the default of the hook `Approach.protocol_problem`,
+  which PathNet and the random classifier override): asked by `resolve`, for the method resolved, once its
+  hyper-parameters and protocol are built.
+- A scenario it cannot run in (`scenario_refusal`: `needs_task_id`, `refuses_domain`): asked by the run plan
+  before any run starts; with the built network (`scenario_network_problem`) by the constructor.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from torch import nn
+
+from clbench.nets import MultiHeadNet
+from clbench.spec import DataSpec, TrainingSpec
+
+if TYPE_CHECKING:
+    from clbench.approaches.base import Approach
+
+
+def unsupported_network_problem(name: str, unsupported: dict[str, str], kind: str) -> str | None:
+    """Why approach `name` does not run on the body `kind` (its reason in `unsupported`), or None if it does."""
+    reason = unsupported.get(kind)
+    if reason is None:
+        return None
+    return f"approach {name} does not run on `network.kind` {kind}: {reason}"
+
+
+def early_stopping_problem(training: TrainingSpec, data: DataSpec) -> str | None:
+    """The base loop's refusal: early stopping without a validation split (None when the protocol is fine)."""
+    if training.early_stopping and data.validation_fraction == 0:
+        return ("training.early_stopping is true but data.validation_fraction is 0: early stopping needs a "
+                "validation split; set training.early_stopping=false (exactly max_epochs epochs, the last "
+                "weights kept) or a validation fraction above 0")
+    return None
+
+
+def scenario_refusal(cls: type[Approach], scenario: str) -> str | None:
+    """Why approach class `cls` cannot run in `scenario` (one line), or None if it can: in the domain scenario the
+    approaches that need the task id (`needs_task_id`: their masks, paths or columns are chosen by it, and the
+    scenario gives none) and those that say why they refuse it (`refuses_domain`)."""
+    if scenario != "domain":
+        return None
+    if cls.needs_task_id:
+        return (f"approach {cls.name} needs the task id (its prediction picks the task's masks, paths or columns), "
+                f"which data.scenario=domain does not give: run it with data.scenario=task")
+    if cls.refuses_domain:
+        return f"approach {cls.name} does not run with data.scenario=domain: {cls.refuses_domain}"
+    return None
+
+
+def scenario_network_problem(cls: type[Approach], scenario: str, network: nn.Module,
+                             trains_with_base_loss: bool) -> str | None:
+    """Why approach class `cls` cannot train `network` in `scenario`, or None if it can.
+
+    The class scenario's loss (the base `loss`) needs a `MultiHeadNet` unless the approach `needs_task_id`. In the
+    domain scenario: an approach refused there (`scenario_refusal`), a multi-head network without tied heads (e.g.
+    a plugin's `build_network` that builds its own), or another network trained by the base loss: the shared head
+    is what the scenario is.
+    """
+    multihead = isinstance(network, MultiHeadNet)
+    if scenario == "class" and not cls.needs_task_id and trains_with_base_loss and not multihead:
+        return (f"approach {cls.name}: data.scenario=class needs a network with `features` and `heads` (a "
+                f"MultiHeadNet); this one is a {type(network).__name__}: run it with data.scenario=task, or set "
+                f"`needs_task_id = True` on the approach class")
+    if scenario != "domain":
+        return None
+    refusal = scenario_refusal(cls, scenario)
+    if refusal is not None:
+        return refusal
+    untied = multihead and not network.heads_tied
+    if untied or (not multihead and trains_with_base_loss):
+        return (f"approach {cls.name}: data.scenario=domain needs a MultiHeadNet with one head shared by every "
+                f"task (`MultiHeadNet.tie_heads()` in `build_network`); this one is a {type(network).__name__} "
+                f"without tied heads")
+    return None

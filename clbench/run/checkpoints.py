@@ -1,0 +1,136 @@
+"""A run's checkpoints: saved after every task, resumed from (the last readable one), loaded, and the rows of
+an earlier results schema upgraded on resume.
+
+A checkpoint holds the approach state, torch's global (and CUDA) random stream and the rows so far, so that a
+resumed run continues exactly as an uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import pickle
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from clbench.approaches import Approach
+from clbench.data.tasks import TaskSequence
+from clbench.errors import ClbenchError
+from clbench.results import SCHEMA_VERSION, SPLITS, TEST, VALIDATION, DamagedFileError, atomic_write_bytes
+from clbench.run.plan import RunPlan
+from clbench.run.rows import _evaluate_stage
+
+log = logging.getLogger(__name__)
+
+
+def checkpoint_path(run_dir: Path, stage: int) -> Path:
+    return Path(run_dir) / "checkpoints" / f"stage-{stage + 1:02d}.pt"
+
+
+def save_checkpoint(run_dir: Path, stage: int, approach: Approach, rows: list[dict[str, Any]]) -> None:
+    """The approach state, the global random streams and the rows so far after task `stage`, atomically."""
+    payload = {"stage": stage, "approach": approach.state(), "rows": rows, "torch_rng": torch.get_rng_state()}
+    if approach.device.type == "cuda":
+        payload["cuda_rng"] = torch.cuda.get_rng_state(approach.device)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    atomic_write_bytes(checkpoint_path(run_dir, stage), buffer.getvalue())
+
+
+def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int, damaged: list[str] | None = None,
+                           upgrade: RowUpgrade | None = None) -> tuple[int, list[dict[str, Any]]]:
+    """Restore the state after the last finished task; returns (first stage to train, rows so far).
+
+    Restores the approach (network, extra state, batch generator) and torch's global (and CUDA) generator as
+    they were when that task's checkpoint was written, so the next task starts exactly as it would have. A
+    checkpoint that cannot be read (truncated) is named (logged, and appended to `damaged`) and the previous
+    stage's is used instead; the stages after it are trained again. A checkpoint written before results schema 3
+    (schema 1: task-aware rows of u <= t only; schema 2: test rows only) has its rows completed by
+    `upgrade(stage, old rows)` (called before the approach's state is loaded: the approach is still at
+    initialisation).
+    """
+    found = last_readable_checkpoint(run_dir, n_tasks, damaged if damaged is not None else [])
+    if found is None:
+        return 0, []
+    stage, checkpoint = found
+    rows = list(checkpoint["rows"])
+    if checkpoint["stage"] != stage:
+        raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} does not hold stages 1..{stage + 1}: "
+                           f"re-run with --force")
+    schema_1 = bool(rows) and "evaluation" not in rows[0]
+    if rows and "split" not in rows[0]:
+        if upgrade is None or (schema_1 and len(rows) != (stage + 1) * (stage + 2) // 2):
+            raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} was written by an earlier clbench and "
+                               f"cannot be completed: re-run with --force")
+        rows = upgrade(stage, rows)
+    if not set(range(1, stage + 2)) <= {row["stage"] for row in rows} <= set(range(stage + 2)):
+        raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} does not hold stages 0..{stage + 1}: "
+                           f"re-run with --force")
+    approach.load_state(checkpoint["approach"])
+    torch.set_rng_state(checkpoint["torch_rng"])
+    if "cuda_rng" in checkpoint and approach.device.type == "cuda":
+        torch.cuda.set_rng_state(checkpoint["cuda_rng"], approach.device)
+    return stage + 1, rows
+
+
+RowUpgrade = Callable[[int, list[dict[str, Any]]], list[dict[str, Any]]]
+
+
+STAGE_LOG_KEYS = ("stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds")
+
+
+def upgraded_rows(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int,
+                  old_rows: list[dict[str, Any]], header: dict[str, Any]) -> list[dict[str, Any]]:
+    """Schema-3 rows of stages 0..stage+1 for a run whose checkpoints hold rows of an earlier schema (an unfinished
+    run of an earlier clbench): stage 0 from `approach` at initialisation, each later stage re-evaluated from its
+    checkpoint, with the training log (epochs, batches, seconds) of the old rows. Schema 1 (task-aware rows of
+    u <= t): every row re-evaluated. Schema 2 (every test row): its test rows kept as stored (marked `split: test`),
+    the validation rows added. Leaves `approach` at checkpoint `stage`."""
+    schema_2 = "evaluation" in old_rows[0]
+    splits = (VALIDATION,) if schema_2 else SPLITS
+
+    def stage_rows(done: int) -> list[dict[str, Any]]:  # the old rows kept (schema 2), then the evaluated ones
+        kept = [{**row, "schema_version": SCHEMA_VERSION, "split": TEST} for row in old_rows
+                if schema_2 and row["stage"] == done + 1]
+        log_fields = next(({key: row.get(key) for key in STAGE_LOG_KEYS} for row in old_rows
+                           if row["stage"] == done + 1), {}) if done >= 0 else {}
+        return kept + [{**row, **log_fields} for row in _evaluate_stage(plan, approach, tasks, done, None, header,
+                                                                        splits)]
+
+    rows = stage_rows(-1)
+    for done in range(stage + 1):
+        approach.load_state(load_checkpoint(plan.run_dir, done)["approach"])
+        rows.extend(stage_rows(done))
+    return rows
+
+
+def last_readable_checkpoint(run_dir: Path, n_tasks: int,
+                             damaged: list[str]) -> tuple[int, dict[str, Any]] | None:
+    """(stage, checkpoint) of the last checkpoint that can be read, or None; damaged ones are appended to
+    `damaged` (and logged) on the way down."""
+    for stage in reversed(range(n_tasks)):
+        if not checkpoint_path(run_dir, stage).is_file():
+            continue
+        try:
+            return stage, load_checkpoint(run_dir, stage)
+        except DamagedFileError as error:
+            log.warning("%s; falling back to the previous stage's checkpoint", error)
+            damaged.append(str(error))
+    return None
+
+
+def load_checkpoint(run_dir: Path, stage: int) -> dict[str, Any]:
+    """The checkpoint after task `stage`; ClbenchError if there is none, DamagedFileError naming it if it cannot
+    be read (truncated, not a checkpoint)."""
+    path = checkpoint_path(run_dir, stage)
+    if not path.is_file():
+        raise ClbenchError(f"no checkpoint {path}: train the run first (`clbench train`)")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile) as error:
+        raise DamagedFileError(f"checkpoint {path} is damaged: {type(error).__name__}: "
+                               f"{str(error).splitlines()[0] if str(error) else 'unreadable'}") from None
