@@ -203,3 +203,23 @@ def test_a_reporter_reads_only_its_own_methods_rows(tmp_path: Path) -> None:
     for method in ("si", "mas"):
         rows = MonitoringReporter(method).last_stage_rows(results, "toy", TOY_COLUMNS)
         assert rows["run_id"].tolist() == [f"b/{method}/c0/seed-0"] and rows["label"].tolist() == [method]
+
+
+@pytest.mark.parametrize(("option", "names_known"), [(("--evaluation", "task-agnostic"), True),
+                                                     (("--split", "validation"), False)])
+def test_hat_monitoring_does_not_depend_on_the_chosen_rows(tmp_path: Path, option: tuple[str, str],
+                                                           names_known: bool) -> None:
+    """HAT stores no task-agnostic rows, and these runs have no validation rows: the monitoring tables (masks, not
+    accuracies) are the same as with the default rows (both crashed with a KeyError). The task names come from the
+    chosen split's rows of either evaluation: without rows of that split they are not shown."""
+    results = golden_results(tmp_path)
+    code, default = invoke("b", "--results", str(results), "--hat")
+    assert code == 0, default
+    code, chosen = invoke("b", "--results", str(results), "--hat", *option)
+    assert code == 0, chosen
+    blocks = default.split("\n\n")
+    tables = [block for block in blocks if block.startswith("### ") and "weights" in block]
+    names = [block for block in blocks if " tasks: " in block]
+    assert tables and names
+    assert [block for block in tables if block not in chosen] == []
+    assert [block in chosen for block in names] == [names_known] * len(names)

@@ -87,7 +87,7 @@ def build_hat_report(results: Results, method: str = "hat") -> HatReport:
         used = sorted(monitored[label], key=lambda run_id: (int(results.info[run_id]["seed"]), run_id))
         layers = [layer for layer in layer_order if layer != "total"] + ["total"]
         layers = [layer for layer in layers if layer in set(capacity_means[label]["layer"])]
-        names = {orders[run_id] for run_id in used}
+        names = {orders.get(run_id) for run_id in used}  # None: no rows of the chosen split to name the tasks
         report.configs.append(HatMonitoring(
             label, sorted(int(results.info[run_id]["seed"]) for run_id in used),
             capacity_means[label].drop(columns="label").reset_index(drop=True),
@@ -127,8 +127,10 @@ def _mean_over_seeds(frame: pd.DataFrame, keys: list[str], value: str = "fractio
 
 
 def _task_orders(results: Results, run_ids: Sequence[str]) -> dict[str, tuple[str, ...] | None]:
-    """The task names of every run in sequence order (None if a name is missing)."""
-    frame = results.frame[results.frame["run_id"].isin(run_ids)].drop_duplicates(["run_id", "task"])
+    """The task names of every run in sequence order (None if a name is missing), from its rows of the chosen split
+    in either evaluation (HAT stores no task-agnostic rows; the names do not depend on the evaluation)."""
+    rows = results.rows if results.rows is not None else results.frame
+    frame = rows[rows["run_id"].isin(run_ids)].drop_duplicates(["run_id", "task"])
     frame = frame.sort_values(["run_id", "task"])
     orders: dict[str, tuple[str, ...] | None] = {}
     for run_id, names in zip(frame["run_id"], frame["task_name"]):
