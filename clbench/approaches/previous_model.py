@@ -13,17 +13,30 @@ never run on inputs): a different thing, kept as a `ParameterDict` in each of th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
 from clbench.approaches.parameters import ParameterDict, tensor_bytes, tensors_to
-from clbench.approaches.regularizers import frozen_network
 from clbench.nets import MultiHeadNet
 
 STATE_KEY = "previous_network"  # in the approach's `extra_state` (the checkpoint format)
+
+
+def frozen_network(build: Callable[[], nn.Module], weights: Mapping[str, torch.Tensor],
+                   device: torch.device) -> nn.Module:
+    """A network built by `build` with `weights` loaded, in eval mode and without gradients.
+
+    Built inside `fork_rng` so that the throw-away initialisation leaves the global RNG untouched.
+    """
+    with torch.random.fork_rng(devices=[]):
+        network = build()
+    network.load_state_dict(weights)
+    network.to(device).eval()
+    network.requires_grad_(False)
+    return network
 
 
 class PreviousModel:

@@ -173,17 +173,3 @@ def lfl_penalty(features: torch.Tensor, old_features: torch.Tensor) -> torch.Ten
 def detached_copy(parameters: Mapping[str, torch.Tensor]) -> ParameterDict:
     """A detached clone of each tensor (an anchor, a checkpointable state)."""
     return {name: value.detach().clone() for name, value in parameters.items()}
-
-
-def frozen_network(build: Callable[[], nn.Module], weights: Mapping[str, torch.Tensor],
-                   device: torch.device) -> nn.Module:
-    """A network built by `build` with `weights` loaded, in eval mode and without gradients.
-
-    Built inside `fork_rng` so that the throw-away initialisation leaves the global RNG untouched.
-    """
-    with torch.random.fork_rng(devices=[]):
-        network = build()
-    network.load_state_dict(weights)
-    network.to(device).eval()
-    network.requires_grad_(False)
-    return network

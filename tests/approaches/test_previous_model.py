@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 from synthetic import make_approach, tiny_spec, tiny_tasks
+from torch import nn
 
 import clbench.approaches.lfl
 from clbench.approaches.datatypes import StepInfo
-from clbench.approaches.previous_model import PreviousModel
+from clbench.approaches.previous_model import PreviousModel, frozen_network
 from clbench.nets import build_network
 
 SPEC = tiny_spec("mlp")
@@ -105,3 +106,16 @@ def test_a_replay_step_stores_its_batch_after_the_optimiser_step_not_in_its_loss
     assert (approach.buffer.contents().logits is not None) == (method == "derpp")  # DER++ keeps the logits
     approach.after_step(step)  # a second call without a step in between stores nothing more
     assert len(approach.buffer) == 8
+
+
+def test_frozen_network_is_a_gradient_free_eval_copy_and_leaves_the_global_rng_alone() -> None:
+    source = nn.Sequential(nn.Linear(3, 2), nn.Dropout(0.5))
+    torch.manual_seed(0)
+    expected_next = torch.rand(1)
+    torch.manual_seed(0)
+    copy = frozen_network(lambda: nn.Sequential(nn.Linear(3, 2), nn.Dropout(0.5)), source.state_dict(),
+                          torch.device("cpu"))
+    assert torch.equal(torch.rand(1), expected_next)
+    assert not copy.training and not any(p.requires_grad for p in copy.parameters())
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(copy(x), source.eval()(x))

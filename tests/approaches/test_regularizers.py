@@ -14,7 +14,6 @@ from clbench.approaches.regularizers import (
     distillation_loss,
     ewc_penalty,
     fisher_weighted_average,
-    frozen_network,
     imm_mean_merge,
     imm_mode_merge,
     l2_transfer_penalty,
@@ -171,16 +170,3 @@ def test_lfl_penalty_is_zero_for_equal_activations_and_half_squared_distance_oth
     h = torch.tensor([[1.0, 2.0], [0.0, 3.0]])
     assert torch.equal(lfl_penalty(h, h), torch.zeros(2))
     torch.testing.assert_close(lfl_penalty(h, torch.tensor([[1.0, 0.0], [1.0, 1.0]])), torch.tensor([2.0, 2.5]))
-
-
-def test_frozen_network_is_a_gradient_free_eval_copy_and_leaves_the_global_rng_alone() -> None:
-    source = nn.Sequential(nn.Linear(3, 2), nn.Dropout(0.5))
-    torch.manual_seed(0)
-    expected_next = torch.rand(1)
-    torch.manual_seed(0)
-    copy = frozen_network(lambda: nn.Sequential(nn.Linear(3, 2), nn.Dropout(0.5)), source.state_dict(),
-                          torch.device("cpu"))
-    assert torch.equal(torch.rand(1), expected_next)
-    assert not copy.training and not any(p.requires_grad for p in copy.parameters())
-    x = torch.randn(4, 3)
-    torch.testing.assert_close(copy(x), source.eval()(x))
