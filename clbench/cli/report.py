@@ -78,6 +78,9 @@ def report(
     tuning: bool = typer.Option(False, "--tuning", help="Each tuned file of `clbench tune`: every grid point's "
                                 "validation score (and test score), the chosen point, a warning when test would "
                                 "have chosen another, and the seeds trained with it (--tuned)."),
+    html_file: Path | None = typer.Option(None, "--html", help="Write one self-contained HTML page instead: the "
+                                          "--metric table and curves, accuracy-matrix heat maps, the summary in both "
+                                          "evaluations, time, every approach's monitoring, each run's provenance."),
 ) -> None:
     """The paper's tables (forgetting ratio or accuracy per stage, summary, time, HAT) and figures."""
     from clbench.report.render import FORMATS
@@ -96,6 +99,15 @@ def report(
     if paper and split != "test":
         raise ClbenchError("--paper compares test numbers with the paper's: leave out --split validation")
     others = summary or time or hat or monitoring or paper or tuning
+    if html_file is not None:
+        given = [name for name, on in (("--table", table is not None), ("--summary", summary), ("--time", time),
+                                       ("--hat", hat), ("--monitoring", monitoring), ("--paper", paper),
+                                       ("--tuning", tuning), ("--plot", plot is not None),
+                                       ("--output", output is not None), ("--format", fmt != "markdown")) if on]
+        if given:
+            raise ClbenchError(f"--html writes every section into one page: leave out {', '.join(given)}")
+        write_html_report(results, benchmark, html_file, metric, ci, references, seeds, evaluation, split)
+        return
     request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
                             references, parse_seeds(seeds) if seeds else None, plot, monitoring, paper, evaluation,
                             split, tuning)
@@ -107,22 +119,41 @@ def report(
         console(stderr=True).print(f"wrote {len(figures)} figure files to {plot}", markup=False, highlight=False)
 
 
+def write_html_report(results: Path, benchmark: str | None, page: Path, metric: str, ci: bool, references: bool,
+                      seeds: str | None, evaluation: str, split: str) -> None:
+    """`--html FILE`: the page of one benchmark (or of every benchmark in the results), written atomically."""
+    from clbench.report.html_page import PageOptions, build_page, write_page
+
+    options = PageOptions(metric, ci, references, tuple(parse_seeds(seeds)) if seeds else None, evaluation, split)
+    write_page(page, build_page(results, _benchmarks(results, benchmark), options))
+    console(stderr=True).print(f"wrote {page}", markup=False, highlight=False)
+
+
 def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> tuple[str, list[Path]]:
     """The text of every table asked for, for one or every benchmark, and the figure files written."""
-    from clbench.report import benchmarks_in
     from clbench.report.sections import join_csv, join_text
 
-    names = [_benchmark_name(benchmark)] if benchmark else benchmarks_in(results)
+    names = _benchmarks(results, benchmark)
     sections: list[Section] = []
     figures: list[Path] = []
-    for name in names:
-        spec_argument = (benchmark if benchmark != name else None) if benchmark else _spec_file_of_runs(results, name)
+    for name, spec_argument in names:
         found, drawn = _benchmark_sections(results, name, request, spec_argument)
         sections += found
         figures += drawn
     if request.fmt == "csv":
         return join_csv(sections), figures
     return join_text(sections, request.fmt, several_benchmarks=len(names) > 1), figures
+
+
+def _benchmarks(results: Path, benchmark: str | None) -> list[tuple[str, str | None]]:
+    """(name, spec argument) of the benchmark asked for, or of every benchmark in the results: the spec argument is
+    the spec file the user named it by, or the one its runs were trained from unless that is the shipped spec."""
+    from clbench.report import benchmarks_in
+
+    if benchmark:
+        name = _benchmark_name(benchmark)
+        return [(name, benchmark if benchmark != name else None)]
+    return [(name, _spec_file_of_runs(results, name)) for name in benchmarks_in(results)]
 
 
 def _benchmark_name(benchmark: str) -> str:

@@ -1,0 +1,189 @@
+"""The sections of one benchmark in the HTML report (`clbench report --html`): the per-stage table and its curves,
+the accuracy-matrix heat maps, the summary in both evaluations, the time table, every present approach's
+monitoring tables and figures, and each run's provenance.
+
+Tables are exactly the HTML that `clbench report --format html` prints for the same options (the same builders
+and `render_tables`), each in a `<div class="tables" data-table="KIND">`; figures are PNGs drawn into a scratch
+folder by the `--plot` functions and embedded as base64 data URIs. Every text from the data is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from clbench.errors import ResultsError
+from clbench.report.formatting import Table, format_seeds
+from clbench.report.loading import Results, load_results
+from clbench.report.monitoring import MonitoringReporter, load_reporter, reporter_string
+from clbench.report.render import render, render_tables
+from clbench.report.sections import monitoring_text
+from clbench.report.summary import build_summary, summary_table
+from clbench.report.tables import Report, build_report
+from clbench.report.timing import build_time_report, time_table
+from clbench.results import EVALUATIONS
+
+PNG = ".png"
+
+
+@dataclass(frozen=True)
+class PageOptions:
+    """What the tables of the page are computed with (`clbench report`'s options of the same names)."""
+
+    metric: str = "forgetting-ratio"
+    ci: bool = False
+    references: bool = False
+    seeds: tuple[int, ...] | None = None
+    evaluation: str = "task-aware"
+    split: str = "test"
+
+
+@dataclass(frozen=True)
+class PageSection:
+    """One section of the page: its heading, its anchor (id) and its HTML body."""
+
+    title: str
+    anchor: str
+    body: str
+
+
+def benchmark_sections(results_dir: Path, benchmark: str, options: PageOptions, scratch: Path,
+                       spec_argument: str | None = None) -> list[PageSection]:
+    """Every section of one benchmark, figures drawn into `scratch` (a folder the caller deletes)."""
+    loaded = {evaluation: load_results(results_dir, benchmark, options.seeds, spec_argument=spec_argument,
+                                       evaluation=evaluation, split=options.split) for evaluation in EVALUATIONS}
+    chosen = loaded[options.evaluation]
+    other = next(evaluation for evaluation in EVALUATIONS if evaluation != options.evaluation)
+    main = build_report(results_dir, benchmark, options.metric, options.references, results=chosen)
+    sections = [
+        _table_section(main, _other_report(main, loaded[other], options), options, scratch),
+        _matrices_section(chosen, scratch),
+        _summary_section(loaded, options),
+        PageSection("training time", "time", _tables_block("time", render_tables(
+            [time_table(build_time_report(chosen), options.ci)], "html"))),
+        *[section for method in _methods(chosen) if (section := _monitoring_section(chosen, method, scratch))],
+        _provenance_section(chosen),
+    ]
+    return [PageSection(section.title, f"{benchmark}-{section.anchor}", section.body) for section in sections]
+
+
+def _other_report(main: Report, other: Results, options: PageOptions) -> Report | None:
+    """The per-stage table in the other evaluation, when the runs have both (drawn dashed in the curves)."""
+    if not main.rows or other.rows is None or not set(EVALUATIONS) <= set(other.rows["evaluation"].unique()):
+        return None
+    return build_report(other.results_dir, other.benchmark, options.metric, options.references, results=other)
+
+
+def _table_section(main: Report, other: Report | None, options: PageOptions, scratch: Path) -> PageSection:
+    from clbench.report.figures import plot_curves
+
+    paths = [path for path in plot_curves(main, scratch, ci=options.ci, other=other) if path.suffix == PNG]
+    caption = f"{options.metric} per stage, mean over seeds" + (
+        f" ({main.evaluation} solid, {other.evaluation} dashed)" if other is not None else "")
+    body = _tables_block("table", render(main, "html", options.ci)) + _figures_block(
+        [(caption, path) for path in paths])
+    return PageSection(f"{options.metric} per stage ({main.evaluation})", "table", body)
+
+
+def _matrices_section(results: Results, scratch: Path) -> PageSection:
+    from clbench.report.heatmaps import plot_matrices
+
+    drawn = plot_matrices(results, scratch)
+    intro = (f"<p>Accuracy A[t, u] on task u after learning task t ({html.escape(results.evaluation)}, "
+             f"{html.escape(results.split)} split), mean over the complete runs of each approach and config.</p>\n")
+    body = intro + (_figures_block(drawn, "matrices") if drawn else "<p>No complete runs.</p>\n")
+    return PageSection("accuracy matrices", "matrices", body)
+
+
+def _summary_section(loaded: dict[str, Results], options: PageOptions) -> PageSection:
+    """The `--summary` table (A<=T, BWT, forgetting, LA, FWT, I, memory) in each evaluation."""
+    blocks = [f"<h4>{html.escape(evaluation)}</h4>\n" + _tables_block(
+        f"summary-{evaluation}", render_tables([summary_table(build_summary(results), options.ci)], "html"))
+        for evaluation, results in loaded.items()]
+    return PageSection("summary and memory (after the last task)", "summary", "".join(blocks))
+
+
+def _methods(results: Results) -> list[str]:
+    return sorted({str(run["method"]) for run in results.info.values()})
+
+
+def _monitoring_section(results: Results, method: str, scratch: Path) -> PageSection | None:
+    """The tables and figures of `method`'s monitoring reporter (as `--monitoring --plot`); None when it declares
+    none or has nothing to show; a reporter that cannot be imported is named instead."""
+    target = reporter_string(results, method)
+    if target is None:
+        return None
+    try:
+        reporter: MonitoringReporter = load_reporter(target, method)
+    except ResultsError as error:
+        return PageSection(f"{method} monitoring", f"monitoring-{method}",
+                           f"<p class=\"error\">{html.escape(str(error))}</p>\n")
+    text = monitoring_text(reporter, results, "html")
+    paths = [path for path in reporter.plots(results, scratch / f"monitoring-{method}") if path.suffix == PNG]
+    if not text and not paths:
+        return None
+    body = (_tables_block(f"monitoring-{method}", text) if text else "") + _figures_block(
+        [(path.stem, path) for path in paths])
+    return PageSection(f"{method} monitoring", f"monitoring-{method}", body)
+
+
+# ---------------------------------------------------------------------------------------------- provenance
+
+PROVENANCE_HEADER = ["run", "status", "config hash", "seed", "commit", "device", "clbench", "torch", "finished (UTC)"]
+PROVENANCE_KEYS = ("git_commit", "device", "clbench_version", "torch_version", "finished_utc")
+
+
+def provenance_table(results: Results) -> Table:
+    """One row per run (finished, incomplete or damaged) with what its run.json records of where it came from."""
+    rows = []
+    for run_id, run in sorted(results.info.items()):
+        stored = results.run_file(run_id) or {}
+        rows.append(_provenance_row(run_id, str(stored.get("status", "complete")), str(run["config_hash"]),
+                                    run["seed"], stored))
+    for run in results.incomplete:
+        stored = results.run_files.get(str(Path(results.results_dir, str(run["run_id"])))) or run
+        config_hash = stored.get("config_hash") or str(run["run_id"]).split("/")[-2]
+        rows.append(_provenance_row(str(run["run_id"]), str(run["status"]), str(config_hash), run["seed"], stored))
+    for folder, _ in results.damaged:
+        run_id = "/".join(folder.parts[-4:])
+        rows.append([run_id, "damaged", folder.parent.name, folder.name.removeprefix("seed-"), *["–"] * 5])
+    notes = [f"every run's resolved config and the rest of its provenance: run.json in its folder under "
+             f"{results.results_dir}"]
+    notes += [f"damaged: {problem}" for _, problem in results.damaged]
+    return Table(PROVENANCE_HEADER, rows, notes=notes)
+
+
+def _provenance_row(run_id: str, status: str, config_hash: str, seed: object, stored: dict) -> list[str]:
+    values = [stored.get(key) for key in PROVENANCE_KEYS]
+    return [run_id, status, config_hash, str(seed), *["–" if value in (None, "") else str(value) for value in values]]
+
+
+def _provenance_section(results: Results) -> PageSection:
+    table = provenance_table(results)
+    seeds = format_seeds(int(run["seed"]) for run in results.info.values()) or "none"
+    summary = f"{len(table.rows)} runs (seeds {seeds}): config hash, commit, device, versions"
+    body = (f"<details>\n<summary>{html.escape(summary)}</summary>\n"
+            + _tables_block("provenance", render_tables([table], "html")) + "</details>\n")
+    return PageSection("provenance", "provenance", body)
+
+
+# ---------------------------------------------------------------------------------------------- HTML pieces
+
+def _tables_block(kind: str, text: str) -> str:
+    """`text` (HTML from `render_tables`) unchanged in a block the page's tests and styles find by `kind`."""
+    return f'<div class="tables" data-table="{html.escape(kind, quote=True)}">\n{text}</div>\n'
+
+
+def _figures_block(figures: Sequence[tuple[str, Path]], kind: str = "figures") -> str:
+    """Each (caption, PNG) as a <figure> with the image embedded as a data URI."""
+    items = [f'<figure><img src="{png_data_uri(path)}" alt="{html.escape(caption, quote=True)}">'
+             f"<figcaption>{html.escape(caption)}</figcaption></figure>" for caption, path in figures]
+    return f'<div class="{html.escape(kind, quote=True)}">\n' + "\n".join(items) + "\n</div>\n" if items else ""
+
+
+def png_data_uri(path: Path) -> str:
+    """`data:image/png;base64,...` of a PNG file."""
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
