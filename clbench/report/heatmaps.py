@@ -52,8 +52,8 @@ def plot_matrix(matrix: MeanMatrix, directory: Path, stem: str, evaluation: str)
     """A heat map of `matrix` in percent (0-100, the upper triangle blank), each cell annotated up to
     `ANNOTATED_TASKS` tasks; writes `<directory>/<stem>.png` and `.pdf`."""
     size = matrix.matrix.shape[0]
-    side = min(2.2 + 0.45 * size, 8.0)
-    figure, axes = figure_and_axes(side + 0.9, side)
+    side = min(1.5 + 0.35 * size, 7.0)
+    figure, axes = figure_and_axes(side + 0.8, side)
     values = np.ma.masked_invalid(100.0 * matrix.matrix)
     image = axes.imshow(values, cmap="viridis", vmin=0.0, vmax=100.0, aspect="equal")
     if size <= ANNOTATED_TASKS:

@@ -32,17 +32,20 @@ nav ul { margin: 0.2rem 0; padding-left: 1.2rem; }
 .tables { overflow-x: auto; }
 table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.88rem; font-variant-numeric: tabular-nums; }
 caption { text-align: left; font-weight: 600; padding: 0.3rem 0; }
-th, td { border-bottom: 1px solid #ddd; padding: 0.25rem 0.7rem; white-space: nowrap; }
+table:has(caption) { min-width: 36rem; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.25rem 0.7rem; }
 th { background: #f0f3f6; text-align: center; }
 td { text-align: right; }
 td:first-child { text-align: left; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 .tables ul { color: #555; font-size: 0.82rem; margin-top: 0.2rem; }
-.figures, .matrices { display: flex; flex-wrap: wrap; gap: 1rem; align-items: flex-start; }
+.figures, .curves, .matrices { display: flex; flex-wrap: wrap; gap: 1rem 2rem; align-items: flex-start; }
 figure { margin: 0.5rem 0; }
-.figures img { max-width: 100%; height: auto; }
-.figures figure { max-width: 100%; }
-.matrices figure { width: 360px; }
+.figures img, .curves img { max-width: 100%; height: auto; }
+.curves figure { max-width: 780px; }
+.figures figure { max-width: 560px; }
+.matrices { gap: 1rem; }
+.matrices figure { width: 265px; }
 .matrices img { width: 100%; height: auto; }
 figcaption { color: #555; font-size: 0.8rem; }
 details summary { cursor: pointer; font-weight: 600; }

@@ -84,7 +84,7 @@ def _table_section(main: Report, other: Report | None, options: PageOptions, scr
     caption = f"{options.metric} per stage, mean over seeds" + (
         f" ({main.evaluation} solid, {other.evaluation} dashed)" if other is not None else "")
     body = _tables_block("table", render(main, "html", options.ci)) + _figures_block(
-        [(caption, path) for path in paths])
+        [(caption, path) for path in paths], "curves")
     return PageSection(f"{options.metric} per stage ({main.evaluation})", "table", body)
 
 
@@ -178,9 +178,11 @@ def _tables_block(kind: str, text: str) -> str:
 
 
 def _figures_block(figures: Sequence[tuple[str, Path]], kind: str = "figures") -> str:
-    """Each (caption, PNG) as a <figure> with the image embedded as a data URI."""
+    """Each (caption, PNG) as a <figure> with the image embedded as a data URI (the caption also its alt text)."""
+    shown = kind != "matrices"  # a heat map's title names its approach already
     items = [f'<figure><img src="{png_data_uri(path)}" alt="{html.escape(caption, quote=True)}">'
-             f"<figcaption>{html.escape(caption)}</figcaption></figure>" for caption, path in figures]
+             + (f"<figcaption>{html.escape(caption)}</figcaption>" if shown else "") + "</figure>"
+             for caption, path in figures]
     return f'<div class="{html.escape(kind, quote=True)}">\n' + "\n".join(items) + "\n</div>\n" if items else ""
 
 
