@@ -21,6 +21,7 @@ summarize, Student-t, per-run forgetting-ratio values against matched references
 `summary` and `timing` (the --summary and --time tables), `notes` (what was left out and why), `cells` (how a
 cell is written), `render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters), `formatting`
 (`Table` and number formats); every public name of these is re-exported here. `figures` (matplotlib, `--plot`),
+`heatmaps` (accuracy-matrix heat maps), `html_page` and `html_sections` (the one-page HTML report, `--html`),
 `paper_results` (the paper's published numbers, `--paper`) and `sections` (how `clbench report` joins its tables)
 are imported where they are used.
 """
