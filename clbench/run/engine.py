@@ -243,7 +243,7 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
     try:
         if first_stage == 0:
             rows = _evaluate_stage(plan, approach, tasks, -1, None, header)
-            run_log.stage_evaluated(rows)
+            run_log.stage_evaluated(0, rows)
         header.update(resumed_after_stage=first_stage or None)
         write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
         observer.run_started(plan, tasks.names)
@@ -273,5 +273,5 @@ def _train_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: 
     task_log = approach.learn_task(stage, tasks, epoch_finished)
     stage_rows = _evaluate_stage(plan, approach, tasks, stage, task_log, header)
     _store_monitoring(plan, approach, tasks, stage, header)
-    run_log.stage_evaluated(stage_rows)
+    run_log.stage_evaluated(stage + 1, stage_rows)
     return stage_rows

@@ -22,6 +22,7 @@ from logreaders import csv_rows, csv_series, tensorboard_scalars, wandb_run
 from stopping import Stop, StopInTask2
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 
+from clbench.approaches import REGISTRY
 from clbench.run.engine import SilentObserver, execute
 from clbench.run.loggers.csv_writer import COLUMNS, CsvWriter
 from clbench.run.plan import RunPlan, plan_runs
@@ -128,6 +129,20 @@ def test_a_stage_without_epochs_still_takes_a_step(tmp_path: Path) -> None:
     series = csv_series(plan.run_dir / "logs" / "scalars.csv")
     assert [step for step, _ in series["accuracy/task-aware/task1"]] == [0, 1, 2]
     assert [step for step, _ in series["accuracy/task-aware/mean"]] == [1, 2]
+
+
+@pytest.mark.parametrize("method", sorted(REGISTRY))
+def test_every_approach_logs_at_increasing_steps(method: str, tmp_path: Path) -> None:
+    """Every approach (PathNet: no task evaluated at initialisation; PackNet: two phases a task) logs each tag at
+    strictly increasing steps, its epochs at 1, 2, 3, ... and the last stage at the run's last step."""
+    plan = train(tmp_path, method, ("csv",))
+    series = csv_series(plan.run_dir / "logs" / "scalars.csv")
+    for tag, points in series.items():
+        steps = [step for step, _ in points]
+        assert steps == sorted(set(steps)), tag
+    epochs = [step for step, _ in series.get("train/loss", [])]
+    assert epochs == list(range(1, len(epochs) + 1))
+    assert series["accuracy/task-aware/mean"][-1][0] == max(len(epochs), 2)  # 2 tasks
 
 
 RESUME_SPEC = tiny_spec("mlp", n_tasks=2, training=replace(TINY_TRAINING, max_epochs=3, early_stopping=False))
@@ -319,3 +334,19 @@ def test_help_and_the_logger_choice_import_no_torch_tensorboard_or_wandb() -> No
     assert_imports_no_torch(cli_code(["--help"], ["train", "--help"]), also=("tensorboard", "wandb"))
     assert_imports_no_torch("import clbench.run.loggers; clbench.run.loggers.check_loggers(('csv',))",
                             also=("tensorboard", "wandb"))
+
+
+def test_worker_processes_write_the_logs_of_their_runs(tmp_path: Path) -> None:
+    """`--jobs 2`: the loggers travel with each run request and write in the worker that runs it."""
+    from runhelpers import Recorder
+    from synthetic import SyntheticLoader
+
+    from clbench.run.execution import Execution, check_execution, run_plans
+
+    plans = plan_runs(SPEC, ["sgd", "hat"], [0], tmp_path)
+    execution = check_execution(Execution(device="cpu", jobs=2, loggers=("csv",)))
+    outcomes = run_plans(plans, execution, SyntheticLoader(), Recorder())
+    assert [outcome.status for outcome in outcomes] == ["done", "done"]
+    for plan in plans:
+        series = csv_series(plan.run_dir / "logs" / "scalars.csv")
+        assert [step for step, _ in series["accuracy/task-aware/task1"]] == [0, 2, 4]

@@ -17,7 +17,6 @@ from clbench.run.loggers.scalars import (
     ScalarWriter,
     epoch_scalars,
     stage_end_step,
-    stage_of,
     stage_scalars,
     stage_steps,
 )
@@ -108,9 +107,11 @@ class RunLoggers:
         extra = self._approach_scalars(epoch.stage)
         self._write(Record(self.last_step + self.epochs, epoch.stage + 1, epoch.epoch, epoch_scalars(epoch, extra)))
 
-    def stage_evaluated(self, stage_rows: Sequence[Mapping[str, Any]]) -> None:
-        """A stage's stored rows (stage 0: initialisation, at step 0)."""
-        stage, epochs = stage_of(stage_rows)
+    def stage_evaluated(self, stage: int, stage_rows: Sequence[Mapping[str, Any]]) -> None:
+        """Stage `stage`'s stored rows (1-based; 0: initialisation, at step 0; PathNet evaluates no task there)."""
+        if not self.writers:
+            return
+        epochs = stage_rows[0].get("stage_epochs") if stage_rows else None
         step = 0 if stage == 0 else self.last_step + max(stage_steps(epochs), self.epochs)
         self.last_step, self.epochs = step, 0
         if self.active:

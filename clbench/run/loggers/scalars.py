@@ -74,8 +74,3 @@ def stage_end_step(rows: Sequence[Mapping[str, Any]], stages: int) -> int:
     epochs = {row["stage"]: row.get("stage_epochs") for row in rows if 1 <= row["stage"] <= stages}
     return sum(stage_steps(epochs.get(stage)) for stage in range(1, stages + 1))
 
-
-def stage_of(stage_rows: Sequence[Mapping[str, Any]]) -> tuple[int, int | None]:
-    """(stage, its epochs) of one stage's stored rows."""
-    first = stage_rows[0]
-    return int(first["stage"]), first.get("stage_epochs")
