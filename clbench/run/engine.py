@@ -2,7 +2,8 @@
 its validation split), checkpoint.
 
 `execute` runs one `RunPlan` (made by `clbench.run.plan.plan_runs`). Progress goes to an observer (the CLI draws
-it with rich); the library itself prints nothing.
+it with rich); the library itself prints nothing. Training logs (`clbench train --log`: TensorBoard, CSV, W&B) are
+written beside the run by `clbench.run.loggers`, in the process that runs it.
 
 Nothing is lost: the checkpoint after every task (`clbench.run.checkpoints`) holds the approach state, every
 random stream (torch's global generator, CUDA's, the batch order and the approach's own generators in
