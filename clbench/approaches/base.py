@@ -9,7 +9,7 @@ Hooks (all optional): `build_network`, `begin_task`, `training_data`, `trainable
 `penalty`, `before_step` (gradient conditioning), `after_step`, `epoch_state` / `restore_epoch_state` (state
 kept and restored with the best weights), `end_task`, `predict`, `predict_classes`, `extra_state` /
 `load_extra_state` (what a checkpoint needs besides the network), `monitoring` (tables stored with the run),
-`train_mode` (the network's mode in a training epoch).
+`log_scalars` (scalars for the training logs), `train_mode` (the network's mode in a training epoch).
 
 Augmentation (`data.augment`): each training batch's uint8 images are randomly cropped and flipped before they are
 normalised (`training_batch`, `augment_images`; `clbench.data.augment`), drawn from the run's `augment` stream, which
@@ -250,6 +250,12 @@ class Approach:
         Each table `name` is written as `<name>.parquet` in the run folder, with the run's identity columns
         and a `stage` column (1-based) added by the engine. Default: nothing.
         """
+        return {}
+
+    def log_scalars(self, stage: int) -> dict[str, float]:
+        """The approach's own scalars after an epoch of task `stage`, for the training logs (`clbench train --log`:
+        tagged `approach/<name>`); called only when a logger is on, so it must not change any state or draw from a
+        random stream. Default: none."""
         return {}
 
     def epoch_state(self) -> Any:

@@ -67,6 +67,9 @@ def train(
     mirror: str | None = MirrorOption,
     force: bool = typer.Option(False, "--force", help="Start runs over: re-run finished ones (overwriting them), "
                                                          "do not resume stopped ones."),
+    log: str = typer.Option("", "--log", envvar="CLBENCH_LOG", show_envvar=True,
+                            help="Training logs in each run folder's logs/, comma-separated: tensorboard, csv, wandb "
+                                 "(W&B offline unless WANDB_MODE is set). Default: none."),
     tuned: list[Path] = typer.Option([], "--tuned", help="A tuned file of `clbench tune` per method of -m, in the "
                                                          "same order (repeatable): its chosen values are applied as "
                                                          "--set options; every row records its sha256 and seed."),
@@ -74,7 +77,9 @@ def train(
     """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
     from clbench.results import check_results_folder
     from clbench.run.execution import Execution, check_execution, parse_devices
+    from clbench.run.loggers import check_loggers, parse_loggers
 
+    loggers = check_loggers(parse_loggers(log))
     seed_list = parse_seeds(seeds)
     check_results_folder(results)
     given = load_methods(method)
@@ -84,7 +89,7 @@ def train(
     else:
         specs, plans = plan_grid(benchmark, given + references, seed_list, results, overrides, grid)
     execution = check_execution(Execution(executor, jobs, device, parse_devices(devices or ""), address,
-                                          gpus_per_run, force))
+                                          gpus_per_run, force, loggers))
     outcomes = execute_plans(specs, plans, execution, data_dir, mirror)
     _note_untuned_rows(outcomes)
     _summarise(outcomes, results, benchmark)

@@ -7,6 +7,7 @@
 - `engine`: executing one plan, the sequential protocol task after task (locked, resumable);
 - `rows`: each stage's evaluations as stored accuracy rows, written to the run folder; monitoring tables;
 - `checkpoints`: saving, reading and resuming from the checkpoint after every task;
+- `loggers`: the training logs of `--log` (TensorBoard, CSV, W&B) in each run folder's `logs/`;
 - `evaluate`: a trained run's rows recomputed from its checkpoints (`clbench evaluate`);
 - `scheduler`: run requests and their events, executed one after another or over local worker processes;
 - `ray_executor`: the same run requests as Ray tasks;

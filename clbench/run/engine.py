@@ -2,7 +2,8 @@
 its validation split), checkpoint.
 
 `execute` runs one `RunPlan` (made by `clbench.run.plan.plan_runs`). Progress goes to an observer (the CLI draws
-it with rich); the library itself prints nothing.
+it with rich); the library itself prints nothing. Training logs (`clbench train --log`: TensorBoard, CSV, W&B) are
+written beside the run by `clbench.run.loggers`, in the process that runs it.
 
 Nothing is lost: the checkpoint after every task (`clbench.run.checkpoints`) holds the approach state, every
 random stream (torch's global generator, CUDA's, the batch order and the approach's own generators in
@@ -48,6 +49,7 @@ from clbench.run.checkpoints import resume_from_checkpoint, save_checkpoint, upg
 from clbench.run.interrupts import interrupts_held
 from clbench.run.loaders import loader_for
 from clbench.run.locking import held_lock, lock_holder
+from clbench.run.loggers.run_loggers import RunLoggers, open_run_loggers
 from clbench.run.plan import RunPlan
 from clbench.run.rows import _encoded_rows, _evaluate_stage, _store_monitoring, learned_accuracies
 from clbench.seeding import seed_global_torch
@@ -128,10 +130,11 @@ def build_approach(plan: RunPlan, tasks: TaskSequence, device: torch.device) -> 
 
 
 def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force: bool = False,
-            observer: RunObserver | None = None) -> RunOutcome:
+            observer: RunObserver | None = None, loggers: Sequence[str] = ()) -> RunOutcome:
     """Run one plan end to end: skip it if it finished (unless `force`), leave it if another process holds its
     lock, resume it after its last checkpoint if an earlier attempt stopped. Errors propagate (after run.json
-    records them as `failed` or, for KeyboardInterrupt, `interrupted`)."""
+    records them as `failed` or, for KeyboardInterrupt, `interrupted`). `loggers`: the training logs to write
+    (`clbench.run.loggers`: tensorboard, csv, wandb)."""
     observer = observer or SilentObserver()
     with held_lock(plan.run_dir) as locked:
         if not locked:
@@ -141,7 +144,7 @@ def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force
         check_code(plan, force)
         if force:
             discard_progress(plan.run_dir)
-        return _execute_locked(plan, device, loader, observer)
+        return _execute_locked(plan, device, loader, observer, loggers)
 
 
 def check_code(plan: RunPlan, force: bool = False) -> None:
@@ -178,8 +181,8 @@ def remove_stale_temporaries(run_dir: Path) -> None:
             path.unlink(missing_ok=True)
 
 
-def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader,
-                    observer: RunObserver) -> RunOutcome:
+def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader, observer: RunObserver,
+                    loggers: Sequence[str] = ()) -> RunOutcome:
     start = time.perf_counter()
     remove_stale_temporaries(plan.run_dir)
     damaged = damaged_run_files(plan.run_dir)
@@ -189,7 +192,7 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader,
     header["damaged_files"] = damaged
     try:
         write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
-        rows = _run_sequence(plan, device, loader, observer, header)
+        rows = _run_sequence(plan, device, loader, observer, header, loggers)
         finished, encoded = _encoded_rows(plan, rows)
     except BaseException as error:
         status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
@@ -228,28 +231,48 @@ def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, observer: RunObserver,
-                  header: dict[str, Any]) -> list[dict[str, Any]]:
+                  header: dict[str, Any], loggers: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Train and evaluate the stages after the last checkpoint (all of them for a new run, after the stage-0
-    evaluation of the network at initialisation)."""
+    evaluation of the network at initialisation); the training logs go to `loggers` as they come."""
     tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
     approach = build_approach(plan, tasks, device)
     header.update(parameters=parameter_count(approach.network), task_agnostic=approach.predicts_without_task_id())
     first_stage, rows = resume_from_checkpoint(plan.run_dir, approach, len(tasks), header["damaged_files"],
                                                upgrade=lambda stage, old: upgraded_rows(plan, approach, tasks, stage,
                                                                                         old, header))
-    if first_stage == 0:
-        rows = _evaluate_stage(plan, approach, tasks, -1, None, header)
-    header.update(resumed_after_stage=first_stage or None)
-    write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
-    observer.run_started(plan, tasks.names)
-    if first_stage:
-        observer.run_resumed(plan, first_stage - 1)
-    for stage in range(first_stage, len(tasks)):
-        observer.task_started(plan, stage)
-        task_log = approach.learn_task(stage, tasks, lambda epoch: observer.epoch_finished(plan, epoch))
-        stage_rows = _evaluate_stage(plan, approach, tasks, stage, task_log, header)
-        rows.extend(stage_rows)
-        _store_monitoring(plan, approach, tasks, stage, header)
-        save_checkpoint(plan.run_dir, stage, approach, rows)
-        observer.task_finished(plan, stage, learned_accuracies(stage_rows))
+    run_log = open_run_loggers(plan, loggers, first_stage, rows, approach.log_scalars)
+    try:
+        if first_stage == 0:
+            rows = _evaluate_stage(plan, approach, tasks, -1, None, header)
+            run_log.stage_evaluated(0, rows)
+        header.update(resumed_after_stage=first_stage or None)
+        write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
+        observer.run_started(plan, tasks.names)
+        if first_stage:
+            observer.run_resumed(plan, first_stage - 1)
+        for stage in range(first_stage, len(tasks)):
+            stage_rows = _train_stage(plan, approach, tasks, stage, observer, run_log, header)
+            rows.extend(stage_rows)
+            save_checkpoint(plan.run_dir, stage, approach, rows)
+            observer.task_finished(plan, stage, learned_accuracies(stage_rows))
+    finally:
+        run_log.close()
     return rows
+
+
+def _train_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int, observer: RunObserver,
+                 run_log: RunLoggers, header: dict[str, Any]) -> list[dict[str, Any]]:
+    """Train task `stage`, evaluate every task, store the monitoring tables: the stage's rows. Each epoch goes to
+    the loggers, then to the observer; the stage's evaluation to the loggers before its checkpoint is written (a
+    run stopped in between logs it again when it resumes, after the loggers dropped it)."""
+
+    def epoch_finished(epoch: EpochLog) -> None:
+        run_log.epoch_finished(epoch)
+        observer.epoch_finished(plan, epoch)
+
+    observer.task_started(plan, stage)
+    task_log = approach.learn_task(stage, tasks, epoch_finished)
+    stage_rows = _evaluate_stage(plan, approach, tasks, stage, task_log, header)
+    _store_monitoring(plan, approach, tasks, stage, header)
+    run_log.stage_evaluated(stage + 1, stage_rows)
+    return stage_rows

@@ -37,6 +37,7 @@ class Execution:
     address: str | None = None  # Ray cluster address (None: RAY_ADDRESS or a new local Ray)
     gpus_per_run: float = 1.0  # Ray: GPUs per run on CUDA (a fraction shares a GPU)
     force: bool = False
+    loggers: tuple[str, ...] = ()  # training logs every run writes (`--log`; `clbench.run.loggers`)
 
 
 def parse_devices(text: str) -> tuple[str, ...]:
@@ -74,7 +75,7 @@ def run_plans(plans: Sequence[RunPlan], execution: Execution, loader: DatasetLoa
               listener: ScheduleListener) -> list[RunOutcome]:
     """Execute the plans as `execution` says (checked by `check_execution`); outcomes in plan order."""
     requests = [RunRequest(plan, execution.devices[0] if execution.devices else execution.device, loader,
-                           execution.force) for plan in plans]
+                           execution.force, loggers=execution.loggers) for plan in plans]
     to_run, skipped = already_finished(requests)
     for outcome in skipped:
         listener.run_ended(outcome)

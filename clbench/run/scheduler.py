@@ -48,6 +48,7 @@ class RunRequest:
     loader: DatasetLoader
     force: bool = False
     threads: int | None = None  # torch CPU threads for the run (None: leave the process's setting)
+    loggers: tuple[str, ...] = ()  # training logs to write (`clbench.run.loggers`: tensorboard, csv, wandb)
 
 
 class ScheduleListener(RunObserver, Protocol):
@@ -116,7 +117,7 @@ def run_request(request: RunRequest, observer: RunObserver) -> RunOutcome:
     start = time.perf_counter()
     try:
         return execute(request.plan, device=torch.device(request.device), loader=request.loader,
-                       force=request.force, observer=observer)
+                       force=request.force, observer=observer, loggers=request.loggers)
     except KeyboardInterrupt:
         return RunOutcome(request.plan, "interrupted", error="KeyboardInterrupt",
                           seconds=time.perf_counter() - start)

@@ -220,6 +220,20 @@ class Hat(Approach):
             tables["hat_reuse"] = self.reuse_rows(stage)
         return tables
 
+    def log_scalars(self, stage: int) -> dict[str, float]:
+        """The fraction of the body's weights used (min(a_out, a_in) > threshold) by the task's own mask a^t at
+        s = smax as it is now (`task_capacity`; 1 - its compression) and by the cumulative a^{<=t} with it
+        (`capacity_used`): Sec. 4.3's network capacity, per epoch. Reads the embeddings, changes nothing."""
+        with torch.no_grad():
+            task_masks = [mask.detach() for mask in self.network.masks(stage, self.hparams.smax)]
+            cumulative = hat_functions.cumulative_masks(task_masks, self.cumulative)
+        threshold, total = self.hparams.threshold, sum(shape.n_weights for shape in self.layer_shapes)
+        scalars = {}
+        for name, masks in (("task_capacity", task_masks), ("capacity_used", cumulative)):
+            used = sum(used for used, _ in hat_functions.capacity_usage(masks, self.layer_shapes, threshold))
+            scalars[name] = used / total if total else 0.0
+        return scalars
+
     def mask_rows(self, stage: int) -> list[dict[str, Any]]:
         """One row per gated unit: the attention a^t (float32) of the task just trained."""
         rows = []

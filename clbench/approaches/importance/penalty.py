@@ -26,6 +26,7 @@ from clbench.approaches.datatypes import ApproachContext, Hyperparameters
 from clbench.approaches.importance.functions import (
     ParameterDict,
     accumulate_importance,
+    penalty_stiffness,
     quadratic_penalty,
     stiffness_rows,
 )
@@ -73,6 +74,15 @@ class ImportancePenalty(Approach):
             return {}
         return {"penalty_stiffness": stiffness_rows(self.importance, self.strength(), self.training_protocol.lr,
                                                     before_clipping=self.before_clipping)}
+
+    def log_scalars(self, stage: int) -> dict[str, float]:
+        """The largest Omega of the tasks before `stage` and the largest stiffness lr * 2 * strength * Omega over the
+        body (`functions.penalty_stiffness`; above 2 plain SGD oscillates); none before the first task ends."""
+        if not self.importance:
+            return {}
+        stiffness = penalty_stiffness(self.importance, self.strength(), self.training_protocol.lr)
+        return {"importance_max": max(float(value.max()) for value in self.importance.values()),
+                "stiffness_max": max(float(value.max()) for value in stiffness.values())}
 
     def extra_state(self) -> dict[str, Any]:
         return {"importance": self.importance, "anchor": self.anchor}

@@ -84,6 +84,10 @@ class ReplayApproach(Approach):
     def memory_usage(self) -> tuple[int, int]:
         return len(self.buffer), tensor_bytes(self.extra_state())
 
+    def log_scalars(self, stage: int) -> dict[str, float]:
+        """The memory's samples and the fraction of `buffer_size` they fill."""
+        return {"buffer_samples": float(len(self.buffer)), "buffer_fill": len(self.buffer) / self.buffer.capacity}
+
     def extra_state(self) -> dict[str, Any]:
         return {"buffer": self.buffer.state_dict(), "replay_generator": self.replay_generator.get_state()}
 
