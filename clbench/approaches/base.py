@@ -23,8 +23,8 @@ each asked where what it needs is known: `network_problem` (`unsupported_network
 constructor) and `protocol_problem` (by `resolve`, for the method resolved).
 
 Two protocol switches change numerics and are off by default (`training.compile`, `training.amp`, part of the
-config hash): `compile_network` compiles the network's body with torch.compile; `Approach.autocast` runs the
-training loss and evaluation under bfloat16 autocast (backward and the optimiser step stay in float32).
+config hash): `clbench.nets.compile_network` compiles the network's body with torch.compile; `Approach.autocast`
+runs the training loss and evaluation under bfloat16 autocast (backward and the optimiser step stay in float32).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from clbench.approaches.schedule import PlateauSchedule
 from clbench.data.augment import random_crop_and_flip
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
-from clbench.nets import MultiHeadNet, build_network
+from clbench.nets import MultiHeadNet, build_network, compile_network
 from clbench.spec import DataSpec, NetworkSpec, TrainingSpec
 
 
@@ -458,18 +458,3 @@ class Approach:
         """The network as a MultiHeadNet (for approaches that need `features` and `heads`)."""
         assert isinstance(self.network, MultiHeadNet)
         return self.network
-
-
-
-def compile_network(network: nn.Module) -> None:
-    """torch.compile a network's body in place (parameter names and `state_dict` keys do not change).
-
-    A multi-head net compiles what its `compile_body` says: `features` (the task only picks the head, outside
-    the graph), or, HAT-gated, `gated_features` (the masks are tensor inputs: neither the task nor the annealed
-    s recompiles it); other networks (PNN, PathNet) compile their whole forward, which recompiles per task or
-    path.
-    """
-    if isinstance(network, MultiHeadNet):
-        network.compile_body()
-    else:
-        network.compile()

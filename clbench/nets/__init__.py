@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from math import prod
 
 from clbench.nets.alexnet import AlexNet
-from clbench.nets.common import MultiHeadNet, parameter_count
+from clbench.nets.common import MultiHeadNet, compile_network, parameter_count
 from clbench.nets.mlp import MLP
 from clbench.nets.resnet import ResNet18
 from clbench.spec import NetworkSpec
 
-__all__ = ["AlexNet", "MLP", "MultiHeadNet", "ResNet18", "build_network", "parameter_count"]
+__all__ = ["AlexNet", "MLP", "MultiHeadNet", "ResNet18", "build_network", "compile_network", "parameter_count"]
 
 
 def build_network(spec: NetworkSpec, input_shape: Sequence[int], head_sizes: Sequence[int]) -> MultiHeadNet:

@@ -104,3 +104,17 @@ class MultiHeadNet(nn.Module):
 def parameter_count(module: nn.Module) -> int:
     """Number of parameters (trainable or not)."""
     return sum(p.numel() for p in module.parameters())
+
+
+def compile_network(network: nn.Module) -> None:
+    """torch.compile a network's body in place (parameter names and `state_dict` keys do not change).
+
+    A multi-head net compiles what its `compile_body` says: `features` (the task only picks the head, outside
+    the graph), or, HAT-gated, `gated_features` (the masks are tensor inputs: neither the task nor the annealed
+    s recompiles it); other networks (PNN, PathNet) compile their whole forward, which recompiles per task or
+    path.
+    """
+    if isinstance(network, MultiHeadNet):
+        network.compile_body()
+    else:
+        network.compile()

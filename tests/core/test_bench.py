@@ -12,11 +12,10 @@ import pytest
 import torch
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 
-from clbench.approaches.base import compile_network
 from clbench.approaches.hat.network import build_hat_network
 from clbench.data.tasks import build_tasks
 from clbench.errors import SpecError
-from clbench.nets import build_network
+from clbench.nets import build_network, compile_network
 from clbench.run.bench import BENCH_COLUMNS, BenchSettings, run_bench, time_training_step, timed_approach, write_bench
 from clbench.run.bench_data import bench_tasks, first_datasets, sequence_head_sizes
 from clbench.run.bench_data import synthetic_loader as bench_synthetic_loader
