@@ -55,7 +55,7 @@ from clbench.approaches.parameters import tensor_bytes
 from clbench.approaches.refusals import early_stopping_problem, scenario_network_problem, unsupported_network_problem
 from clbench.approaches.schedule import PlateauSchedule
 from clbench.data.augment import random_crop_and_flip
-from clbench.data.tasks import Batch, LabelledData, TaskSequence
+from clbench.data.tasks import Batch, LabelledData, TaskSequence, TrainingInputs
 from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network, compile_network
 from clbench.spec import DataSpec, NetworkSpec, TrainingSpec
@@ -103,6 +103,7 @@ class Approach:
             compile_network(self.network)
         self.batch_generator = context.generator("batch-order")
         self.augment_generator = context.generator("augment") if context.augment else None
+        self.training_inputs = TrainingInputs()  # the normalised inputs of the task being learned (not augmented)
 
     @classmethod
     def network_problem(cls, network: NetworkSpec) -> str | None:
@@ -373,7 +374,9 @@ class Approach:
 
     def training_batch(self, data: LabelledData, indices: torch.Tensor | slice) -> Batch:
         """The batch of a training step: augmented when `data.augment` is on, its `images` the stored ones."""
-        return data.batch(indices, self.augment_images if self.augment_generator is not None else None)
+        if self.augment_generator is not None:
+            return data.batch(indices, self.augment_images)
+        return data.batch(indices, training_inputs=self.training_inputs)
 
     def train_epoch(self, stage: int, epoch: int, data: LabelledData,
                     optimizer: StepOptimizer) -> tuple[float, int]:

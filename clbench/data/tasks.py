@@ -107,6 +107,32 @@ class InputCache:
         return entry[1]
 
 
+# Budget of the normalised inputs of the training split being learned (`TrainingInputs`): a permuted MNIST task's
+# 60,000 images are 188 MB as float32; beyond it (e.g. SVHN's 73,257 32x32 RGB images, 900 MB), batch by batch.
+TRAINING_INPUTS_BYTES = 256 << 20
+
+
+@dataclass(eq=False)
+class TrainingInputs:
+    """The normalised inputs of one training split at a time (the task being learned, one task's samples),
+    computed at its first batch and dropped when another split asks: a training batch gathers its rows instead of
+    normalising (and permuting) its images again at every step. The same values as the transform of the batch's
+    images (elementwise, then a fixed gather of pixels); None for a split of mixed tasks or over the budget."""
+
+    budget_bytes: int = TRAINING_INPUTS_BYTES
+    split: weakref.ref[LabelledData] | None = field(default=None, repr=False)
+    inputs: torch.Tensor | None = field(default=None, repr=False)
+
+    def of(self, data: LabelledData) -> torch.Tensor | None:
+        if self.split is None or self.split() is not data:
+            self.split, self.inputs = weakref.ref(data), None  # the last split's inputs freed first
+            size = data.images.numel() * torch.finfo(torch.float32).bits // 8
+            if data.task >= 0 and size <= self.budget_bytes:
+                with torch.no_grad():
+                    self.inputs = data.transform(data.images, data.task)
+        return self.inputs
+
+
 @dataclass(frozen=True)
 class LabelledData:
     """Images and labels of one split, from one task or (joint training) several, on one device."""
@@ -123,14 +149,20 @@ class LabelledData:
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
-    def batch(self, indices: torch.Tensor | slice, augment: ImageAugmentation | None = None) -> Batch:
+    def batch(self, indices: torch.Tensor | slice, augment: ImageAugmentation | None = None,
+              training_inputs: TrainingInputs | None = None) -> Batch:
         """The samples at `indices`: a slice (views) or a 1-D index tensor on the data's device (gathered).
 
         `augment` (training batches, `data.augment`) changes the uint8 images before they are normalised; the batch's
         `images` stay the stored ones (what a replay buffer keeps), its `inputs` are the augmented ones.
+        `training_inputs` (training batches without augmentation): the split's normalised inputs, gathered.
         """
         images, labels = _take(self.images, indices), _take(self.labels, indices)
         seen = images if augment is None else augment(images)  # (B, C, H, W) uint8
+        if training_inputs is not None and augment is None and isinstance(indices, torch.Tensor):
+            inputs = training_inputs.of(self)
+            if inputs is not None:  # a copy (index_select): the kept inputs are never changed through a batch
+                return Batch(inputs.index_select(0, indices), labels, self.task, images=images)
         if self.task >= 0:
             use_cache = self.cache is not None and augment is None and isinstance(indices, slice)
             cached = self.cache.inputs(self) if use_cache else None  # type: ignore[union-attr]
