@@ -216,7 +216,7 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
         sections.append((name, "paper", render_comparison(comparison, fmt)))
     if request.tuning:
         sections.append((name, "tuning", _tuning_text(results, name, request.fmt)))
-    figures = _draw(request, main, _other_evaluation(results, name, request, spec_argument, loaded, main))
+    figures = _draw(request, main, _other_evaluation(results, name, request, loaded, main))
     if request.plot is not None:
         figures += monitoring_figures(loaded, named, request.plot)
     if request.monitoring:
@@ -227,18 +227,15 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
     return sections, figures
 
 
-def _other_evaluation(results: Path, name: str, request: ReportRequest, spec_argument: str | None,
-                      loaded: Results, main: Report | None) -> Report | None:
+def _other_evaluation(results: Path, name: str, request: ReportRequest, loaded: Results,
+                      main: Report | None) -> Report | None:
     """With --plot, when the runs have both evaluations: the table of the one not asked for (drawn dashed)."""
     from clbench import report as tables
+    from clbench.report.loading import other_evaluation
 
-    if request.plot is None or main is None or loaded.rows is None:
-        return None
-    if not {"task-aware", "task-agnostic"} <= set(loaded.rows["evaluation"].unique()):
-        return None
-    flipped = "task-agnostic" if request.evaluation == "task-aware" else "task-aware"
-    return tables.build_report(results, name, request.metric, request.references, results=tables.load_results(
-        results, name, request.seeds, spec_argument=spec_argument, evaluation=flipped, split=request.split))
+    other = other_evaluation(loaded) if request.plot is not None and main is not None else None
+    return None if other is None else tables.build_report(results, name, request.metric, request.references,
+                                                          results=other)
 
 
 def _tuning_text(results: Path, name: str, fmt: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from clbench.errors import ResultsError
 from clbench.report.formatting import Table, format_seeds
-from clbench.report.loading import Results, load_results
+from clbench.report.loading import Results, load_results, other_evaluation, with_evaluation
 from clbench.report.monitoring import MonitoringReporter, load_reporter, reporter_string
 from clbench.report.render import render, render_tables
 from clbench.report.sections import monitoring_text
@@ -53,13 +53,12 @@ class PageSection:
 def benchmark_sections(results_dir: Path, benchmark: str, options: PageOptions, scratch: Path,
                        spec_argument: str | None = None) -> list[PageSection]:
     """Every section of one benchmark, figures drawn into `scratch` (a folder the caller deletes)."""
-    loaded = {evaluation: load_results(results_dir, benchmark, options.seeds, spec_argument=spec_argument,
-                                       evaluation=evaluation, split=options.split) for evaluation in EVALUATIONS}
-    chosen = loaded[options.evaluation]
-    other = next(evaluation for evaluation in EVALUATIONS if evaluation != options.evaluation)
+    chosen = load_results(results_dir, benchmark, options.seeds, spec_argument=spec_argument,
+                          evaluation=options.evaluation, split=options.split)
+    loaded = {evaluation: with_evaluation(chosen, evaluation) for evaluation in EVALUATIONS}  # files read once
     main = build_report(results_dir, benchmark, options.metric, options.references, results=chosen)
     sections = [
-        _table_section(main, _other_report(main, loaded[other], options), options, scratch),
+        _table_section(main, _other_report(main, chosen, options), options, scratch),
         _matrices_section(chosen, scratch),
         _summary_section(loaded, options),
         PageSection("training time", "time", _tables_block("time", render_tables(
@@ -70,11 +69,11 @@ def benchmark_sections(results_dir: Path, benchmark: str, options: PageOptions, 
     return [PageSection(section.title, f"{benchmark}-{section.anchor}", section.body) for section in sections]
 
 
-def _other_report(main: Report, other: Results, options: PageOptions) -> Report | None:
+def _other_report(main: Report, chosen: Results, options: PageOptions) -> Report | None:
     """The per-stage table in the other evaluation, when the runs have both (drawn dashed in the curves)."""
-    if not main.rows or other.rows is None or not set(EVALUATIONS) <= set(other.rows["evaluation"].unique()):
-        return None
-    return build_report(other.results_dir, other.benchmark, options.metric, options.references, results=other)
+    other = other_evaluation(chosen) if main.rows else None
+    return None if other is None else build_report(chosen.results_dir, chosen.benchmark, options.metric,
+                                                   options.references, results=other)
 
 
 def _table_section(main: Report, other: Report | None, options: PageOptions, scratch: Path) -> PageSection:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -137,7 +138,6 @@ class Results:
             if not np.isnan(cube[0]).any():
                 found[str(run_id)] = (cube[1:], cube[0])
         return found
-
 
     def run_file(self, run_id: str) -> dict[str, Any] | None:
         """The run.json of a finished run (read once by `load_results`), or None if it has none or it is damaged."""
@@ -306,11 +306,36 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     files = {run_id: folders.get(Path(folder), set()) for run_id, folder in zip(runs.index, runs["folder"])}
     info = runs.to_dict("index")
     frame = select_split(frame, split).reset_index(drop=True)
-    learned = (frame["stage"] >= 1) & (frame["task"] <= frame["stage"]) & (frame["evaluation"] == evaluation)
-    chosen = frame[learned].reset_index(drop=True)
+    chosen = _learned_rows(frame, evaluation)
     return Results(root, benchmark, chosen, runs, metrics.accuracy_matrices(chosen), incomplete, files, info,
                    spec_argument, None if seeds is None else tuple(seeds), present, run_files, sorted(damaged.items()),
                    frame, evaluation, split)
+
+
+def _learned_rows(rows: pd.DataFrame, evaluation: str) -> pd.DataFrame:
+    """The metrics' rows: `evaluation`'s rows of the tasks learned so far (stages t >= 1, tasks u <= t)."""
+    learned = (rows["stage"] >= 1) & (rows["task"] <= rows["stage"]) & (rows["evaluation"] == evaluation)
+    return rows[learned].reset_index(drop=True)
+
+
+def with_evaluation(results: Results, evaluation: str) -> Results:
+    """The same runs with `evaluation`'s metrics, from the rows already read (what `load_results` with that
+    `evaluation` gives, without reading the files again)."""
+    if evaluation == results.evaluation or results.rows is None:
+        return results
+    rows = results.rows.copy()
+    rows.loc[rows["scenario"] == DOMAIN, "evaluation"] = evaluation  # one evaluation, both names (`DOMAIN`)
+    chosen = _learned_rows(rows, evaluation)
+    return dataclasses.replace(results, frame=chosen, matrices=metrics.accuracy_matrices(chosen), rows=rows,
+                               evaluation=evaluation, full_matrices=None)
+
+
+def other_evaluation(results: Results) -> Results | None:
+    """The same runs in the evaluation not chosen, when their rows have both (the curves' dashed lines); else
+    None."""
+    if results.rows is None or not set(EVALUATIONS) <= set(results.rows["evaluation"].unique()):
+        return None
+    return with_evaluation(results, next(name for name in EVALUATIONS if name != results.evaluation))
 
 
 def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> None:
