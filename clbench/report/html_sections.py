@@ -18,7 +18,7 @@ from pathlib import Path
 from clbench.errors import ResultsError
 from clbench.report.formatting import Table, format_seeds
 from clbench.report.loading import Results, load_results, other_evaluation, with_evaluation
-from clbench.report.monitoring import MonitoringReporter, load_reporter, reporter_string
+from clbench.report.monitoring import method_reporter
 from clbench.report.render import render, render_tables
 from clbench.report.sections import monitoring_text
 from clbench.report.summary import build_summary, summary_table
@@ -112,14 +112,13 @@ def _methods(results: Results) -> list[str]:
 def _monitoring_section(results: Results, method: str, scratch: Path) -> PageSection | None:
     """The tables and figures of `method`'s monitoring reporter (as `--monitoring --plot`); None when it declares
     none or has nothing to show; a reporter that cannot be imported is named instead."""
-    target = reporter_string(results, method)
-    if target is None:
-        return None
     try:
-        reporter: MonitoringReporter = load_reporter(target, method)
+        reporter = method_reporter(results, method)
     except ResultsError as error:
         return PageSection(f"{method} monitoring", f"monitoring-{method}",
                            f"<p class=\"error\">{html.escape(str(error))}</p>\n")
+    if reporter is None:
+        return None
     text = monitoring_text(reporter, results, "html")
     paths = [path for path in reporter.plots(results, scratch / f"monitoring-{method}") if path.suffix == PNG]
     if not text and not paths:
