@@ -164,3 +164,13 @@ def test_html_with_a_table_option_is_refused(results: Path, tmp_path: Path) -> N
     assert result.exit_code != 0
     assert "leave out --summary, --format" in " ".join(result.output.split())
     assert not (tmp_path / "p.html").exists()
+
+
+def test_a_reporter_that_cannot_be_imported_is_named_and_the_page_is_written(tmp_path: Path) -> None:
+    for seed in (0, 1):
+        write_run_json(write_run(tmp_path / "results", "fake", seed, [[0.9], [0.8, 0.9]]),
+                       monitoring_reporter="no_such_module:Reporter")
+    page = make_page(tmp_path / "results", tmp_path / "page.html")
+    section = page[page.index('id="b-monitoring-fake"'):]
+    assert "monitoring reporter &#x27;no_such_module:Reporter&#x27; of method &#x27;fake&#x27; cannot be imported" \
+        in section
