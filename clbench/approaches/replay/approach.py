@@ -8,6 +8,10 @@ far in the class scenario. With `data.augment` the memory keeps the images as st
 Mammoth's buffer returns its samples through the training transform (aimagelab/mammoth@e75a491, utils/buffer.py
 `get_data(size, transform=...)`; its models store `not_aug_inputs`). The memory and its random stream are in the
 checkpoints, so a resumed run draws the same samples. Its size is reported with every row (`memory_usage`).
+
+Without `data.augment` the memory also keeps each sample's normalised inputs, copied from the training batch that
+stored it (`ReplayBuffer.inputs`: a cache, 4 bytes per pixel, not counted in the memory's size nor checkpointed),
+so a replayed batch is a gather rather than a normalisation at every step: the same values the transform gives.
 """
 
 from __future__ import annotations
@@ -56,7 +60,10 @@ class ReplayApproach(Approach):
 
     def as_batch(self, memory: Memory, augment: bool = False) -> Batch:
         """Memory samples as a normalised batch of mixed tasks; with `augment`, a training batch (augmented when
-        `data.augment` is on; its `images` stay the stored ones)."""
+        `data.augment` is on; its `images` stay the stored ones). The kept inputs when the memory has them and
+        nothing is augmented."""
+        if memory.inputs is not None and (not augment or self.augment_generator is None):
+            return Batch(memory.inputs, memory.labels, -1, memory.task_ids, memory.images)
         assert self.transform is not None, "begin_task sets the input transform"
         data = LabelledData(memory.images, memory.labels, memory.task_ids, self.transform, -1)
         return self.training_batch(data, slice(None)) if augment else data.batch(slice(None))
@@ -66,6 +73,8 @@ class ReplayApproach(Approach):
         on (None while the memory is empty)."""
         if len(self.buffer) == 0:
             return None
+        if self.augment_generator is None and self.transform is not None:  # inputs dropped by a resume: again
+            self.buffer.fill_inputs(self.transform)
         memory = self.buffer.sample(self.hparams.replay_batch_size, self.replay_generator)
         return self.as_batch(memory, augment=True), memory
 
@@ -77,9 +86,12 @@ class ReplayApproach(Approach):
         return torch.full_like(batch.targets, batch.task)
 
     def store(self, batch: Batch, logits: torch.Tensor | None = None) -> None:
-        """Offer a batch's samples (and logits) to the memory by reservoir sampling."""
+        """Offer a batch's samples (and logits) to the memory by reservoir sampling; their normalised inputs too
+        unless `data.augment` is on (the batch's inputs are then augmented ones, which the memory must not keep)."""
         assert batch.images is not None, "training batches carry their uint8 images"
-        self.buffer.add_reservoir(batch.images, batch.targets, self.task_ids(batch), self.replay_generator, logits)
+        inputs = batch.inputs if self.augment_generator is None else None
+        self.buffer.add_reservoir(batch.images, batch.targets, self.task_ids(batch), self.replay_generator, logits,
+                                  inputs)
 
     def memory_usage(self) -> tuple[int, int]:
         return len(self.buffer), tensor_bytes(self.extra_state())
