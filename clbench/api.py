@@ -44,8 +44,10 @@ each sample on its own head (task scenario), over every class of tasks 0..stage 
 (`tasks[t].train.transform`).
 
 Replay: `ReplayBuffer(capacity, device)` keeps uint8 images, labels, task ids (and logits) on the device:
-`add_reservoir(images, labels, task_ids, generator, logits=None)` (reservoir sampling, one vectorised step per
-batch), `sample(n, generator)` and `contents()` (a `Memory`), `set_contents(...)` (a class-balanced memory),
+`add_reservoir(images, labels, task_ids, generator, logits=None, inputs=None)` (reservoir sampling, one vectorised
+step per batch; `inputs`, the batch's normalised inputs, are kept beside the images as a cache, so that `sample`'s
+`Memory.inputs` need no normalisation; `fill_inputs(transform)` computes them where they were dropped),
+`sample(n, generator)` and `contents()` (a `Memory`), `set_contents(...)` (a class-balanced memory),
 `state_dict()` / `load_state_dict()` for checkpoints, `nbytes`. A training `Batch` carries its uint8 `images`;
 `joined(batch, other)` is two batches as one batch of mixed tasks. `ReplayApproach` (what the built-in er, agem,
 derpp and icarl derive from) owns a buffer of `buffer_size`, its generator, checkpointing and `memory_usage`;
