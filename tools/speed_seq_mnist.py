@@ -14,9 +14,13 @@ Per method (sgd, er, derpp by default), in turns, `--repeats` times each, one CP
   cross-entropy, alpha x MSE of stored logits, beta x cross-entropy of a second replayed batch); a reservoir memory
   of normalised inputs filled after each step; after each task every task's test set evaluated (argmax over the
   classes seen so far, and over the task's own two classes).
-- Mammoth: the seconds per run measured in issue 36 (aimagelab/mammoth at e75a491, same protocol, seeds 0-2, one
-  CPU thread, on this project's 2-core machine): sgd 20.0, er 20.0, derpp 28.7. Not re-run here (Mammoth is not a
-  dependency); the comparison holds on a machine like that one.
+- Mammoth, with `--mammoth DIR` (a checkout of aimagelab/mammoth, e.g. at e75a491, whose dependencies the
+  interpreter `--mammoth-python` has, and whose MNIST is in DIR/data/MNIST): `main.py --dataset seq-mnist` with the
+  method's arguments of `utils/best_args.py` (buffer 500), as a subprocess in turns with the two above, on one CPU
+  thread: Mammoth's main.py calls `torch.set_num_threads(2)` itself, so this script launches it through its own
+  `--launch-mammoth` mode, which sets torch's threads to `--threads` and ignores main.py's call. Without
+  `--mammoth`: the seconds per run measured in issue 36 (Mammoth at e75a491, seeds 0-2, one CPU thread, on this
+  project's 2-core machine): sgd 20.0, er 20.0, derpp 28.7, and the table says they were not measured here.
 Each figure is the median over the repeats. Not a test: numbers depend on the machine and its load.
 """
 
@@ -36,6 +40,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 MAMMOTH_SECONDS = {"sgd": 20.0, "er": 20.0, "derpp": 28.7}  # issue 36's table: Mammoth e75a491, seconds per run
 TARGET_SPEEDUP = 3.0
+# Mammoth's arguments per method: aimagelab/mammoth@e75a491 utils/best_args.py, 'seq-mnist', buffer 500 (sgd: lr
+# 0.03; er: lr 0.1, minibatch_size 10; derpp: lr 0.03, minibatch_size 10, alpha 1.0, beta 0.5; batch_size 10 and
+# n_epochs 1 for each), the values benchmarks/seq-mnist.yaml states; --num_workers 0: no data-loader processes.
+MAMMOTH_COMMON = ["--dataset", "seq-mnist", "--n_epochs", "1", "--batch_size", "10", "--seed", "0",
+                  "--num_workers", "0", "--non_verbose", "1"]
+MAMMOTH_ARGUMENTS = {
+    "sgd": ["--model", "sgd", "--lr", "0.03"],
+    "er": ["--model", "er", "--buffer_size", "500", "--minibatch_size", "10", "--lr", "0.1"],
+    "derpp": ["--model", "derpp", "--buffer_size", "500", "--minibatch_size", "10", "--lr", "0.03", "--alpha", "1.0",
+              "--beta", "0.5"],
+}
 
 
 # ------------------------------------------------------------------------------------------------- raw PyTorch
@@ -144,25 +159,54 @@ def raw_subprocess(method: str, env: dict[str, str], data_dir: Path) -> tuple[fl
     return wall, json.loads(out.strip().splitlines()[-1])["train_seconds"]
 
 
-def measure(methods: Sequence[str], repeats: int, threads: int, data_dir: Path) -> list[str]:
+def mammoth_subprocess(method: str, env: dict[str, str], mammoth: Path, python: str, threads: int,
+                       results: Path) -> float:
+    """Wall seconds of one Mammoth seq-mnist run of `method` (launched by this script's `--launch-mammoth`)."""
+    command = [python, __file__, "--launch-mammoth", str(mammoth), "--threads", str(threads), "--",
+               *MAMMOTH_COMMON, *MAMMOTH_ARGUMENTS[method], "--results_path", f"{results}/"]
+    mammoth_env = {**env, "CUDA_VISIBLE_DEVICES": ""}
+    mammoth_env.pop("PYTHONPATH", None)
+    return timed(command, mammoth_env)[0]
+
+
+def launch_mammoth(mammoth: Path, threads: int, arguments: Sequence[str]) -> None:
+    """Run Mammoth's main.py as __main__ with torch on `threads` CPU threads (its own set_num_threads(2) ignored)."""
+    import runpy
+
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(threads)
+    torch.set_num_threads = lambda *_: None  # type: ignore[assignment]  # main.py's hard-coded call
+    main_file = mammoth / "main.py"
+    sys.argv = [str(main_file), *arguments]
+    runpy.run_path(str(main_file), run_name="__main__")
+
+
+def measure(methods: Sequence[str], repeats: int, threads: int, data_dir: Path, mammoth: Path | None,
+            mammoth_python: str) -> list[str]:
     env = {**os.environ, "CLBENCH_DATA": str(data_dir), "OMP_NUM_THREADS": str(threads),
            "MKL_NUM_THREADS": str(threads), "PYTHONPATH": str(REPO)}
+    source = "measured here, in turns" if mammoth else "issue 36's, not measured here"
     lines = ["| method | clbench per run [s] | raw per run [s] | clbench / raw | clbench training [s] | "
-             "raw training [s] | Mammoth per run [s] | Mammoth / clbench (target >= 3x) |",
+             f"raw training [s] | Mammoth per run [s] ({source}) | Mammoth / clbench (target >= 3x) |",
              "|---|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as scratch:
         for method in methods:
-            ours, theirs = [], []
+            ours, theirs, mammoths = [], [], []
             for repeat in range(repeats):
                 ours.append(clbench_run(method, env, Path(scratch) / f"{method}-{repeat}"))
                 theirs.append(raw_subprocess(method, env, data_dir))
+                if mammoth is not None and method in MAMMOTH_ARGUMENTS:
+                    mammoths.append(mammoth_subprocess(method, env, mammoth, mammoth_python, threads,
+                                                       Path(scratch) / f"mammoth-{method}-{repeat}"))
             wall, train = (statistics.median(values) for values in zip(*ours))
             raw_wall, raw_train = (statistics.median(values) for values in zip(*theirs))
-            mammoth = MAMMOTH_SECONDS.get(method)
-            speedup = f"{mammoth / wall:.2f}x ({'met' if mammoth / wall >= TARGET_SPEEDUP else 'MISSED'})" \
-                if mammoth else "-"
+            theirs_wall = statistics.median(mammoths) if mammoths else MAMMOTH_SECONDS.get(method)
+            speedup = f"{theirs_wall / wall:.2f}x ({'met' if theirs_wall / wall >= TARGET_SPEEDUP else 'MISSED'})" \
+                if theirs_wall else "-"
             lines.append(f"| {method} | {wall:.2f} | {raw_wall:.2f} | {wall / raw_wall:.2f}x | {train:.2f} | "
-                         f"{raw_train:.2f} | {mammoth if mammoth else '-'} | {speedup} |")
+                         f"{raw_train:.2f} | {f'{theirs_wall:.2f}' if theirs_wall else '-'} | {speedup} |")
             print(lines[-1], flush=True)
     return lines
 
@@ -175,8 +219,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="clbench's data folder with MNIST prepared (default: $CLBENCH_DATA or ~/.cache/clbench)")
     parser.add_argument("--mirror", type=Path, default=None, help="fetch MNIST from this offline mirror first")
+    parser.add_argument("--mammoth", type=Path, default=None,
+                        help="a Mammoth checkout to time in turns (its MNIST in DIR/data/MNIST); default: issue 36's "
+                             "seconds")
+    parser.add_argument("--mammoth-python", default=sys.executable,
+                        help="the interpreter with Mammoth's dependencies (default: this one)")
     parser.add_argument("--raw", default=None, help=argparse.SUPPRESS)  # one raw run (the subprocess)
+    parser.add_argument("--launch-mammoth", type=Path, default=None, help=argparse.SUPPRESS)  # one Mammoth run
+    parser.add_argument("rest", nargs="*", help=argparse.SUPPRESS)  # Mammoth's arguments, after --
     args = parser.parse_args(argv)
+    if args.launch_mammoth:
+        launch_mammoth(args.launch_mammoth, args.threads, args.rest)
+        return 0
     data_dir = args.data_dir or Path(os.environ.get("CLBENCH_DATA") or Path.home() / ".cache" / "clbench")
     if args.raw:
         print(json.dumps(raw_run(args.raw, data_dir)))
@@ -184,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.mirror is not None:
         subprocess.run([sys.executable, "-m", "clbench", "fetch", "mnist", "--mirror", str(args.mirror)], check=True,
                        capture_output=True, env={**os.environ, "CLBENCH_DATA": str(data_dir)}, cwd=REPO)
-    print("\n".join(measure(args.methods.split(","), args.repeats, args.threads, data_dir)))
+    print("\n".join(measure(args.methods.split(","), args.repeats, args.threads, data_dir, args.mammoth,
+                            args.mammoth_python)))
     return 0
 
 

@@ -114,10 +114,11 @@ TRAINING_INPUTS_BYTES = 256 << 20
 
 @dataclass(eq=False)
 class TrainingInputs:
-    """The normalised inputs of one training split at a time (the task being learned, one task's samples),
-    computed at its first batch and dropped when another split asks: a training batch gathers its rows instead of
-    normalising (and permuting) its images again at every step. The same values as the transform of the batch's
-    images (elementwise, then a fixed gather of pixels); None for a split of mixed tasks or over the budget."""
+    """The normalised inputs of one training split at a time (the task being learned, or the mixed-task split of a
+    stage: joint training, iCaRL's exemplars with the task), computed at its first batch and dropped when another
+    split asks: a training batch gathers its rows instead of normalising (and permuting) its images again at every
+    step. The same values as the transform of the batch's images (elementwise, then a gather of pixels fixed per
+    sample's task); None over the budget."""
 
     budget_bytes: int = TRAINING_INPUTS_BYTES
     split: weakref.ref[LabelledData] | None = field(default=None, repr=False)
@@ -127,9 +128,9 @@ class TrainingInputs:
         if self.split is None or self.split() is not data:
             self.split, self.inputs = weakref.ref(data), None  # the last split's inputs freed first
             size = data.images.numel() * torch.finfo(torch.float32).bits // 8
-            if data.task >= 0 and size <= self.budget_bytes:
+            if size <= self.budget_bytes:
                 with torch.no_grad():
-                    self.inputs = data.transform(data.images, data.task)
+                    self.inputs = data.transform(data.images, data.task if data.task >= 0 else data.task_ids)
         return self.inputs
 
 
@@ -162,7 +163,8 @@ class LabelledData:
         if training_inputs is not None and augment is None and isinstance(indices, torch.Tensor):
             inputs = training_inputs.of(self)
             if inputs is not None:  # a copy (index_select): the kept inputs are never changed through a batch
-                return Batch(inputs.index_select(0, indices), labels, self.task, images=images)
+                task_ids = None if self.task >= 0 else _take(self.task_ids, indices)
+                return Batch(inputs.index_select(0, indices), labels, self.task, task_ids, images)
         if self.task >= 0:
             use_cache = self.cache is not None and augment is None and isinstance(indices, slice)
             cached = self.cache.inputs(self) if use_cache else None  # type: ignore[union-attr]

@@ -3,6 +3,7 @@ images at every step; the values must be those of the transform, and the kept in
 
 from __future__ import annotations
 
+import pytest
 import torch
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
@@ -40,23 +41,37 @@ def test_the_kept_inputs_are_computed_once_per_split_and_never_changed_through_a
     assert kept.of(other) is not first  # another split: its own inputs, the last ones dropped
 
 
-def test_mixed_tasks_and_splits_over_the_budget_are_normalised_per_batch() -> None:
+def test_a_split_of_mixed_tasks_keeps_each_samples_own_tasks_inputs() -> None:
+    """Joint training's and iCaRL's stage splits: each row normalised and permuted by its own task's tables."""
     mixed = LabelledData(split_of(0).images, torch.zeros(6, dtype=torch.long), torch.tensor([0, 1] * 3),
                          split_of(0).transform, -1)
-    assert TrainingInputs().of(mixed) is None
+    kept = TrainingInputs()
+    batch = mixed.batch(torch.tensor([4, 1]), training_inputs=kept)
+    # image 4 (task 0) is 160..190: (x/255 - 0.1) / 0.2, reversed; image 1 (task 1) is 40..70: (x/255 - 0.5) / 0.25
+    expected = torch.stack([(torch.tensor([190, 180, 170, 160]) / 255.0 - 0.1) / 0.2,
+                            (torch.tensor([40, 50, 60, 70]) / 255.0 - 0.5) / 0.25])
+    torch.testing.assert_close(batch.inputs, expected)
+    assert torch.equal(batch.inputs, mixed.batch(torch.tensor([4, 1])).inputs)  # the per-batch transform's bits
+    assert batch.task == -1 and batch.task_ids is not None and batch.task_ids.tolist() == [0, 1]
+    assert torch.equal(batch.images, mixed.images[[4, 1]])
+
+
+def test_splits_over_the_budget_are_normalised_per_batch() -> None:
     assert TrainingInputs(budget_bytes=6 * 4 * 4 - 1).of(split_of(0)) is None  # 6 images x 4 pixels x 4 bytes
     assert TrainingInputs(budget_bytes=6 * 4 * 4).of(split_of(0)) is not None
 
 
-def test_training_uses_the_kept_inputs_and_learns_the_same_weights() -> None:
-    """An epoch with the kept inputs ends with the weights of an epoch that normalises every batch."""
-    spec = tiny_spec("mlp")
+@pytest.mark.parametrize(("method", "stage"), [("sgd", 0), ("joint", 1)])
+def test_training_uses_the_kept_inputs_and_learns_the_same_weights(method: str, stage: int) -> None:
+    """An epoch with the kept inputs ends with the weights of an epoch that normalises every batch (joint at its
+    second stage: a split of two permuted tasks)."""
+    spec = tiny_spec("mlp", kind="permuted")
     tasks = tiny_tasks(spec)
     weights = []
     for budget in (1 << 30, 0):  # 0: nothing kept
-        approach = make_approach("sgd", spec, tasks)
+        approach = make_approach(method, spec, tasks)
         approach.training_inputs = TrainingInputs(budget)
-        approach.learn_task(0, tasks)
+        approach.learn_task(stage, tasks)
         weights.append({name: value.clone() for name, value in approach.network.state_dict().items()})
         assert (approach.training_inputs.inputs is not None) == (budget > 0)
     assert weights[0].keys() == weights[1].keys()
