@@ -6,6 +6,7 @@ import typer
 
 from clbench.cli.bench import bench
 from clbench.cli.evaluate import evaluate
+from clbench.cli.exiting import exit_now
 from clbench.cli.fetch import fetch
 from clbench.cli.listing import list_command
 from clbench.cli.report import report
@@ -31,5 +32,9 @@ app.command("spec")(spec)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: the command, then a quick exit (`clbench.cli.exiting`)."""
+    try:
+        app()
+    except SystemExit as stop:
+        exit_now(stop.code)
+    exit_now(0)
