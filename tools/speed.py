@@ -470,6 +470,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=None, help="clbench's data cache (default: $CLBENCH_DATA, "
                                                                     "else a temporary folder fetched from --mirror)")
     args = parser.parse_args(argv)
+    for name in ("mirror", "data_dir"):  # the commands run in other folders (a worktree of the baseline)
+        if getattr(args, name) is not None:
+            setattr(args, name, getattr(args, name).resolve())
     sections = SECTIONS if args.section == "all" else tuple(args.section.split(","))
     unknown = sorted(set(sections) - set(SECTIONS))
     if unknown:
