@@ -16,16 +16,14 @@ before its final dropout (`penultimate`), for the heads and the penalty, in trai
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import nn
 
-from clbench.approaches.base import Approach
-from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
-from clbench.approaches.previous_model import PreviousModel
+from clbench.approaches.datatypes import Hyperparameters, StepInfo
+from clbench.approaches.previous_model import ApproachWithPreviousModel
 from clbench.approaches.regularizers import lfl_penalty
-from clbench.data.tasks import Batch, TaskSequence
+from clbench.data.tasks import Batch
 from clbench.nets import MultiHeadNet
 from clbench.spec.fields import field
 
@@ -66,26 +64,13 @@ class LFLHyperparameters(Hyperparameters):
                         minimum=0.0)
 
 
-class LFL(Approach):
+class LFL(ApproachWithPreviousModel):
     """Cross-entropy on the new task plus an L2 pull of the penultimate activations towards the previous model."""
 
     name = "lfl"
     summary = "less-forgetting learning (Jung et al. 2016)"
     hyperparameters_class = LFLHyperparameters
     hparams: LFLHyperparameters
-
-    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
-        super().__init__(context, hyperparameters)
-        self.previous = PreviousModel(self.build_network, self.device, self.name)
-
-    def end_task(self, stage: int, tasks: TaskSequence) -> None:
-        self.previous.remember(self.network)
-
-    def extra_state(self) -> dict[str, Any]:
-        return self.previous.state()
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.previous.load_state(state)
 
     def activation_penalty(self, inputs: torch.Tensor, activations: torch.Tensor, stage: int) -> torch.Tensor:
         """Per-sample 1/2 ||h - h_prev||^2: (B,); zeros on the first task."""

@@ -16,15 +16,13 @@ them once because the frozen model is deterministic.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
-from clbench.approaches.base import Approach
-from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
-from clbench.approaches.previous_model import PreviousModel
+from clbench.approaches.datatypes import Hyperparameters, StepInfo
+from clbench.approaches.previous_model import ApproachWithPreviousModel
 from clbench.approaches.regularizers import distillation_loss
-from clbench.data.tasks import Batch, TaskSequence
+from clbench.data.tasks import Batch
 from clbench.spec.fields import field
 
 
@@ -39,26 +37,13 @@ class LwFHyperparameters(Hyperparameters):
                                         "1, 2, 4)", minimum=1e-3)
 
 
-class LwF(Approach):
+class LwF(ApproachWithPreviousModel):
     """Cross-entropy on the new task plus distillation of every earlier head towards the previous model."""
 
     name = "lwf"
     summary = "learning without forgetting (Li & Hoiem 2017)"
     hyperparameters_class = LwFHyperparameters
     hparams: LwFHyperparameters
-
-    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
-        super().__init__(context, hyperparameters)
-        self.previous = PreviousModel(self.build_network, self.device, self.name)
-
-    def end_task(self, stage: int, tasks: TaskSequence) -> None:
-        self.previous.remember(self.network)
-
-    def extra_state(self) -> dict[str, Any]:
-        return self.previous.state()
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.previous.load_state(state)
 
     def distillation(self, inputs: torch.Tensor, features: torch.Tensor, stage: int) -> torch.Tensor:
         """Per-sample distillation summed over the heads of tasks < `stage`: (B,); zeros on the first task."""

@@ -3,7 +3,9 @@
 LwF distils the earlier heads' outputs towards it, LFL pulls the penultimate activations towards its features, and
 iCaRL takes the earlier classes' targets from its sigmoids. An approach holds one (`self.previous =
 PreviousModel(...)`), calls `remember(network)` at the end of each task, reads `features` / `logits` while the next
-task trains, and puts `state()` into its `extra_state` (`load_state` restores it). The checkpoint key is
+task trains, and puts `state()` into its `extra_state` (`load_state` restores it). `ApproachWithPreviousModel` is
+that wiring as a base class, for an approach whose only state is the previous model (LwF, LFL); iCaRL holds one
+beside its memory. The checkpoint key is
 `previous_network`, the network's `state_dict`; the memory it costs is its bytes (`nbytes`), counted in the
 approach's `memory_usage` with the rest of `extra_state`.
 
@@ -19,7 +21,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Hyperparameters
 from clbench.approaches.parameters import ParameterDict, tensor_bytes, tensors_to
+from clbench.data.tasks import TaskSequence
 from clbench.nets import MultiHeadNet
 
 STATE_KEY = "previous_network"  # in the approach's `extra_state` (the checkpoint format)
@@ -95,3 +100,21 @@ class PreviousModel:
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore from an approach's `extra_state` (none there: no previous model)."""
         self.set_weights(tensors_to(state.get(STATE_KEY, {}), self.device))
+
+
+class ApproachWithPreviousModel(Approach):
+    """An approach that keeps the network as it was after the previous task (`self.previous`) as its whole
+    approach state: remembered at the end of each task, checkpointed in `extra_state`."""
+
+    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
+        super().__init__(context, hyperparameters)
+        self.previous = PreviousModel(self.build_network, self.device, self.name)
+
+    def end_task(self, stage: int, tasks: TaskSequence) -> None:
+        self.previous.remember(self.network)
+
+    def extra_state(self) -> dict[str, Any]:
+        return self.previous.state()
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self.previous.load_state(state)
