@@ -459,24 +459,33 @@ def scaling_section(data_dir: Path | None) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------- main
-def main(argv: Sequence[str] | None = None) -> int:
+def parse_arguments(argv: Sequence[str] | None) -> tuple[argparse.Namespace, tuple[str, ...]]:
+    """The options and the sections asked for; --mirror and --data-dir made absolute (against this folder), since
+    the timed commands run in other folders (a worktree of the baseline)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--section", default=",".join(DEFAULT_SECTIONS),
                         help=f"comma-separated, of {', '.join(SECTIONS)}, or all (default: all but command)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per figure (default 5)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each commit in `command` (default 3)")
     parser.add_argument("--baseline", default=BASELINE, help=f"the commit `command` compares with ({BASELINE})")
-    parser.add_argument("--mirror", type=Path, default=None, help="an offline mirror of MNIST (e.g. ../shared/data)")
-    parser.add_argument("--data-dir", type=Path, default=None, help="clbench's data cache (default: $CLBENCH_DATA, "
+    parser.add_argument("--mirror", type=absolute, default=None,
+                        help="an offline mirror of MNIST (e.g. ../shared/data)")
+    parser.add_argument("--data-dir", type=absolute, default=None, help="clbench's data cache (default: $CLBENCH_DATA, "
                                                                     "else a temporary folder fetched from --mirror)")
     args = parser.parse_args(argv)
-    for name in ("mirror", "data_dir"):  # the commands run in other folders (a worktree of the baseline)
-        if getattr(args, name) is not None:
-            setattr(args, name, getattr(args, name).resolve())
     sections = SECTIONS if args.section == "all" else tuple(args.section.split(","))
     unknown = sorted(set(sections) - set(SECTIONS))
     if unknown:
         parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)} or all")
+    return args, sections
+
+
+def absolute(text: str) -> Path:
+    return Path(text).resolve()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, sections = parse_arguments(argv)
     print(f"clbench from {TREE}; torch {torch.__version__}, {torch.get_num_threads()} thread(s), {os.cpu_count()} "
           f"CPU(s), {torch.backends.cpu.get_cpu_capability()}", flush=True)
     with tempfile.TemporaryDirectory() as scratch:

@@ -65,3 +65,12 @@ def test_an_unknown_section_is_refused_with_the_choices(speed, capsys) -> None: 
     assert exited.value.code == 2
     assert "unknown section(s) evaluation; choose from eval, step, startup, command, scaling or all" in \
         capsys.readouterr().err
+
+
+def test_the_mirror_and_data_folder_are_resolved_against_the_folder_it_starts_in(
+        speed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The timed commands run in other folders (the baseline's worktree): a relative --mirror must not move."""
+    monkeypatch.chdir(tmp_path)
+    args, sections = speed.parse_arguments(["--section", "command", "--mirror", "../shared/data", "--data-dir", "d"])
+    assert args.mirror == (tmp_path / ".." / "shared" / "data").resolve() and args.mirror.is_absolute()
+    assert args.data_dir == tmp_path.resolve() / "d" and sections == ("command",)
