@@ -41,6 +41,7 @@ def evaluate(
     from clbench.run.evaluate import reevaluate
     from clbench.run.loaders import fetching_loader
     from clbench.run.plan import check_shipped_name, plan_runs
+    from clbench.run.shared_tasks import SharedTasks, data_key, grouped_by_data
     from clbench.spec import load_benchmark
 
     check_results_folder(results)
@@ -52,8 +53,12 @@ def evaluate(
     torch_device = resolve_device(device)
     loader = fetching_loader(data_dir or default_data_dir(), mirror)
     table = Table("run", "stage", "mean accuracy", "per task")
+    shared = SharedTasks()  # the runs on the same data one after another, on one task sequence
+    test_rows = {plan.run_dir: [row for row in reevaluate(plan, device=torch_device, loader=loader, shared=shared)
+                                if row_split(row) == TEST]
+                 for plan in grouped_by_data(plans, lambda plan: data_key(plan, loader, torch_device))}
     for plan in plans:
-        rows = [row for row in reevaluate(plan, device=torch_device, loader=loader) if row_split(row) == TEST]
+        rows = test_rows[plan.run_dir]
         for stage in sorted({row["stage"] for row in rows}):
             accuracies = [row["accuracy"] for row in rows if row["stage"] == stage]
             table.add_row(plan.run_id, str(stage), f"{100 * sum(accuracies) / len(accuracies):.2f}%",

@@ -28,7 +28,7 @@ from clbench.approaches import Approach, ApproachContext
 from clbench.approaches.datatypes import EpochLog
 from clbench.approaches.plugins import code_text
 from clbench.approaches.registry import code_identity, origin_of
-from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
+from clbench.data.tasks import DatasetLoader, TaskSequence
 from clbench.errors import ClbenchError
 from clbench.nets import parameter_count
 from clbench.results import (
@@ -47,11 +47,11 @@ from clbench.results import (
 )
 from clbench.run.checkpoints import resume_from_checkpoint, save_checkpoint, upgraded_rows
 from clbench.run.interrupts import interrupts_held
-from clbench.run.loaders import loader_for
 from clbench.run.locking import held_lock, lock_holder
 from clbench.run.loggers.run_loggers import RunLoggers, open_run_loggers
 from clbench.run.plan import RunPlan
 from clbench.run.rows import _encoded_rows, _evaluate_stage, _store_monitoring, learned_accuracies
+from clbench.run.shared_tasks import SharedTasks
 from clbench.seeding import seed_global_torch
 
 log = logging.getLogger(__name__)
@@ -130,11 +130,13 @@ def build_approach(plan: RunPlan, tasks: TaskSequence, device: torch.device) -> 
 
 
 def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force: bool = False,
-            observer: RunObserver | None = None, loggers: Sequence[str] = ()) -> RunOutcome:
+            observer: RunObserver | None = None, loggers: Sequence[str] = (),
+            shared: SharedTasks | None = None) -> RunOutcome:
     """Run one plan end to end: skip it if it finished (unless `force`), leave it if another process holds its
     lock, resume it after its last checkpoint if an earlier attempt stopped. Errors propagate (after run.json
     records them as `failed` or, for KeyboardInterrupt, `interrupted`). `loggers`: the training logs to write
-    (`clbench.run.loggers`: tensorboard, csv, wandb)."""
+    (`clbench.run.loggers`: tensorboard, csv, wandb). `shared`: the task sequence kept from the last run in this
+    process (`SharedTasks`), used when this run's data is the same, else replaced by this run's."""
     observer = observer or SilentObserver()
     with held_lock(plan.run_dir) as locked:
         if not locked:
@@ -144,7 +146,7 @@ def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force
         check_code(plan, force)
         if force:
             discard_progress(plan.run_dir)
-        return _execute_locked(plan, device, loader, observer, loggers)
+        return _execute_locked(plan, device, loader, observer, loggers, shared)
 
 
 def check_code(plan: RunPlan, force: bool = False) -> None:
@@ -182,7 +184,7 @@ def remove_stale_temporaries(run_dir: Path) -> None:
 
 
 def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader, observer: RunObserver,
-                    loggers: Sequence[str] = ()) -> RunOutcome:
+                    loggers: Sequence[str] = (), shared: SharedTasks | None = None) -> RunOutcome:
     start = time.perf_counter()
     remove_stale_temporaries(plan.run_dir)
     damaged = damaged_run_files(plan.run_dir)
@@ -192,9 +194,11 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader, 
     header["damaged_files"] = damaged
     try:
         write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
-        rows = _run_sequence(plan, device, loader, observer, header, loggers)
+        rows = _run_sequence(plan, device, loader, observer, header, loggers, shared)
         finished, encoded = _encoded_rows(plan, rows)
     except BaseException as error:
+        if shared is not None:  # its caches may be half filled: the next run builds its own
+            shared.forget()
         status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
         write_json(plan.run_dir / RUN_FILE, {**header, "status": status, "finished_utc": utc_now(),
                                              "error": f"{type(error).__name__}: {error}",
@@ -231,10 +235,11 @@ def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, observer: RunObserver,
-                  header: dict[str, Any], loggers: Sequence[str] = ()) -> list[dict[str, Any]]:
+                  header: dict[str, Any], loggers: Sequence[str] = (),
+                  shared: SharedTasks | None = None) -> list[dict[str, Any]]:
     """Train and evaluate the stages after the last checkpoint (all of them for a new run, after the stage-0
     evaluation of the network at initialisation); the training logs go to `loggers` as they come."""
-    tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
+    tasks = (shared or SharedTasks()).tasks_for(plan, loader, device)
     approach = build_approach(plan, tasks, device)
     header.update(parameters=parameter_count(approach.network), task_agnostic=approach.predicts_without_task_id())
     first_stage, rows = resume_from_checkpoint(plan.run_dir, approach, len(tasks), header["damaged_files"],

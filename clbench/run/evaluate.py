@@ -8,19 +8,21 @@ from typing import Any
 import torch
 
 from clbench.approaches.registry import method_argument
-from clbench.data.tasks import DatasetLoader, build_tasks
+from clbench.data.tasks import DatasetLoader
 from clbench.errors import ClbenchError
 from clbench.results import EVALUATION_FILE, machine_provenance, read_run_file, utc_now
 from clbench.run.checkpoints import checkpoint_path, load_checkpoint
 from clbench.run.engine import build_approach
-from clbench.run.loaders import loader_for
 from clbench.run.plan import RunPlan
 from clbench.run.rows import _evaluate_stage, _write_rows
+from clbench.run.shared_tasks import SharedTasks
 from clbench.spec import command_argument
 
 
-def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader) -> list[dict[str, Any]]:
-    """Recompute the test and validation rows of every stage from the run's checkpoints (`clbench evaluate`)."""
+def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader,
+               shared: SharedTasks | None = None) -> list[dict[str, Any]]:
+    """Recompute the test and validation rows of every stage from the run's checkpoints (`clbench evaluate`);
+    `shared`: the task sequence of the last run evaluated, used when this run's data is the same."""
     stored = read_run_file(plan.run_dir)
     if stored is None:
         results_dir = shlex.quote(str(plan.run_dir.parents[3]))
@@ -28,7 +30,7 @@ def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader) ->
                            f"{command_argument(plan.spec)} -m {shlex.quote(method_argument(plan.method))} "
                            f"--seeds {plan.seed} --results "
                            f"{results_dir}` (with the same --set options)")
-    tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
+    tasks = (shared or SharedTasks()).tasks_for(plan, loader, device)
     approach = build_approach(plan, tasks, device)
     header = {**stored, **machine_provenance(str(device), str(torch.__version__), torch.version.cuda),
               "started_utc": utc_now()}

@@ -27,6 +27,7 @@ from clbench.data.tasks import DatasetLoader
 from clbench.results import is_complete
 from clbench.run.engine import RunObserver, RunOutcome
 from clbench.run.plan import RunPlan
+from clbench.run.shared_tasks import SharedTasks, data_key, grouped_by_data
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -106,8 +107,9 @@ def dispatch(event: Event, plans: Sequence[RunPlan], listener: ScheduleListener)
     return None
 
 
-def run_request(request: RunRequest, observer: RunObserver) -> RunOutcome:
-    """Execute one run wherever this is called; a failure becomes `failed`, Ctrl-C `interrupted`."""
+def run_request(request: RunRequest, observer: RunObserver, shared: SharedTasks | None = None) -> RunOutcome:
+    """Execute one run wherever this is called; a failure becomes `failed`, Ctrl-C `interrupted`. `shared`: the
+    task sequence kept from this process's last run (`clbench.run.shared_tasks`)."""
     import torch
 
     from clbench.run.engine import execute
@@ -117,7 +119,7 @@ def run_request(request: RunRequest, observer: RunObserver) -> RunOutcome:
     start = time.perf_counter()
     try:
         return execute(request.plan, device=torch.device(request.device), loader=request.loader,
-                       force=request.force, observer=observer, loggers=request.loggers)
+                       force=request.force, observer=observer, loggers=request.loggers, shared=shared)
     except KeyboardInterrupt:
         return RunOutcome(request.plan, "interrupted", error="KeyboardInterrupt",
                           seconds=time.perf_counter() - start)
@@ -139,11 +141,14 @@ def already_finished(requests: Iterable[RunRequest]) -> tuple[list[RunRequest], 
 
 
 def run_serially(requests: Sequence[RunRequest], listener: ScheduleListener) -> list[RunOutcome]:
-    """Run each request in this process, in order; stops (KeyboardInterrupt) after an interrupted run."""
+    """Run each request in this process, the runs on the same data one after another (`grouped_by_data`: e.g.
+    every method of seed 0, then of seed 1), so that they share one task sequence (`SharedTasks`); stops
+    (KeyboardInterrupt) after an interrupted run. Outcomes in the order the runs ran."""
     outcomes = []
-    for request in requests:
+    shared = SharedTasks()
+    for request in grouped_by_data(requests, lambda r: data_key(r.plan, r.loader, r.device)):
         listener.run_launched(request.plan, request.device)
-        outcome = run_request(request, listener)
+        outcome = run_request(request, listener, shared)
         outcomes.append(outcome)
         listener.run_ended(outcome)
         if outcome.status == "interrupted":
@@ -178,9 +183,10 @@ def run_in_processes(requests: Sequence[RunRequest], jobs: int, devices: Sequenc
 def _worker_main(inbox: Any, sink: EventSink) -> None:
     """A worker process: run the requests that arrive in its inbox until it receives None."""
     signal.signal(signal.SIGINT, _interrupt_once)
+    shared = SharedTasks()  # the task sequence of this worker's last run
     try:
         for index, request in iter(inbox.get, None):
-            outcome = run_request(request, ForwardingObserver(sink, index))
+            outcome = run_request(request, ForwardingObserver(sink, index), shared)
             sink.put(("outcome", index, outcome))
     except KeyboardInterrupt:  # Ctrl-C while idle
         pass

@@ -79,6 +79,27 @@ def test_evaluate_recomputes_from_checkpoints(trained: Path, mnist_data_dir: Pat
     assert stored["accuracy"].tolist() == again["accuracy"].tolist()
 
 
+def test_evaluate_builds_one_task_sequence_per_seed_for_all_methods(trained: Path, mnist_data_dir: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from clbench.run import shared_tasks
+
+    built: list[int] = []
+    build = shared_tasks.build_tasks
+    monkeypatch.setattr(shared_tasks, "build_tasks", lambda spec, seed, *rest: built.append(seed) or build(
+        spec, seed, *rest))
+    result = runner.invoke(app, ["evaluate", "mnist2", "-m", "sgd,joint", "--seeds", "0-1", "--results",
+                                 str(trained), "--data-dir", str(mnist_data_dir), *QUICK])
+    assert result.exit_code == 0, result.output
+    assert built == [0, 1]  # sgd and joint of a seed on one sequence
+    runs = [p.parent for p in accuracy_files(trained) if "/random/" not in str(p)]
+    assert len(runs) == 4
+    for run_dir in runs:  # the numbers of each run's training, recomputed on the shared sequence
+        stored = pd.read_parquet(run_dir / "accuracy.parquet")
+        again = pd.read_parquet(run_dir / "evaluation.parquet")
+        assert stored["accuracy"].tolist() == again["accuracy"].tolist()
+        assert stored["loss"].tolist() == again["loss"].tolist()
+
+
 def test_list_exits_cleanly() -> None:
     assert runner.invoke(app, ["list", "--no-parameters"]).exit_code == 0
 

@@ -1,0 +1,93 @@
+"""The runs of one command on the same data share one task sequence: built once, the same numbers, one in memory."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from runhelpers import Recorder
+from synthetic import synthetic_loader, tiny_spec
+
+from clbench.approaches.sgd import SGD
+from clbench.run import shared_tasks
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
+from clbench.run.scheduler import RunRequest, run_serially
+from clbench.run.shared_tasks import SharedTasks, grouped_by_data
+
+CPU = torch.device("cpu")
+SPEC = tiny_spec("mlp", kind="permuted")
+
+
+class FailingSGD(SGD):
+    """SGD that fails in its first epoch, after the run's task sequence was built and evaluated once."""
+
+    def train_epoch(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("out of patience")
+
+
+def numbers(rows: list[dict]) -> list[tuple[str, int, int, float, float]]:
+    return [(row["split"], row["stage"], row["task"], row["accuracy"], row["loss"]) for row in rows]
+
+
+def test_grouping_keeps_the_groups_in_first_appearance_and_each_group_in_order() -> None:
+    items = ["a1", "b1", "a2", "c1", "b2", "a3"]
+    assert grouped_by_data(items, lambda item: item[0]) == ["a1", "a2", "a3", "b1", "b2", "c1"]
+    assert grouped_by_data([], lambda item: item) == []
+
+
+def test_runs_on_the_same_data_follow_each_other_on_one_sequence_with_the_numbers_of_separate_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    loader = synthetic_loader()
+    built: list[int] = []
+    build = shared_tasks.build_tasks
+    monkeypatch.setattr(shared_tasks, "build_tasks", lambda spec, seed, *rest: built.append(seed) or build(
+        spec, seed, *rest))
+    plans = plan_runs(SPEC, ["sgd", "ewc"], [0, 1], tmp_path / "shared")  # sgd 0, sgd 1, ewc 0, ewc 1
+    recorder = Recorder()
+    outcomes = run_serially([RunRequest(plan, "cpu", loader) for plan in plans], recorder)
+
+    launched = [run_id for kind, run_id, _ in recorder.events if kind == "launched"]
+    by_id = {plan.run_id: plan for plan in plans}
+    assert [(by_id[run_id].method, by_id[run_id].seed) for run_id in launched] == [
+        ("sgd", 0), ("ewc", 0), ("sgd", 1), ("ewc", 1)]
+    assert built == [0, 1]  # one sequence per seed, not one per run
+    monkeypatch.setattr(shared_tasks, "build_tasks", build)
+    for outcome in outcomes:  # each run alone, on a sequence of its own
+        [alone] = plan_runs(SPEC, [outcome.plan.method], [outcome.plan.seed], tmp_path / "alone")
+        separate = execute(alone, device=CPU, loader=loader)
+        assert outcome.status == separate.status == "done"
+        assert numbers(outcome.rows) == numbers(separate.rows)
+
+
+def test_the_kept_sequence_is_reused_for_the_same_data_and_freed_before_other_data_is_built(tmp_path: Path) -> None:
+    plans = plan_runs(SPEC, ["sgd", "ewc"], [0, 1], tmp_path)
+    sgd0, sgd1, ewc0 = plans[0], plans[1], plans[2]
+    load = synthetic_loader()
+    kept_then: list[bool] = []
+    refs: list[weakref.ref] = []
+
+    def loader(name: str, form: str):  # type: ignore[no-untyped-def]
+        gc.collect()
+        kept_then.append(any(ref() is not None for ref in refs))
+        return load(name, form)
+
+    shared = SharedTasks()
+    refs.append(weakref.ref(shared.tasks_for(sgd0, loader, CPU)))
+    assert shared.tasks_for(ewc0, loader, CPU) is refs[0]() and shared.builds == 1
+    kept_then.clear()
+    shared.tasks_for(sgd1, loader, "cpu")  # another seed: other permutations and splits
+    assert shared.builds == 2 and kept_then == [False]  # seed 0's sequence was gone when seed 1's was loaded
+
+
+def test_a_failed_run_does_not_leave_its_sequence_to_the_next_run(tmp_path: Path) -> None:
+    [plan] = plan_runs(SPEC, ["sgd"], [0], tmp_path)
+    failing = replace(plan, approach=replace(plan.approach, cls=FailingSGD))
+    shared = SharedTasks()
+    with pytest.raises(RuntimeError, match="out of patience"):
+        execute(failing, device=CPU, loader=synthetic_loader(), shared=shared)
+    assert shared.tasks is None and shared.key is None
