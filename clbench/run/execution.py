@@ -19,6 +19,7 @@ from clbench.run.scheduler import (
     ScheduleListener,
     already_finished,
     cpu_threads_per_job,
+    grouped_requests,
     run_in_processes,
     run_serially,
 )
@@ -77,6 +78,8 @@ def run_plans(plans: Sequence[RunPlan], execution: Execution, loader: DatasetLoa
     requests = [RunRequest(plan, execution.devices[0] if execution.devices else execution.device, loader,
                            execution.force, loggers=execution.loggers) for plan in plans]
     to_run, skipped = already_finished(requests)
+    if execution.executor == "local":  # runs on the same data in turn: a process builds their tasks once
+        to_run = grouped_requests(to_run)
     for outcome in skipped:
         listener.run_ended(outcome)
     if execution.executor == "ray":

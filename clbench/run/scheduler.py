@@ -140,13 +140,18 @@ def already_finished(requests: Iterable[RunRequest]) -> tuple[list[RunRequest], 
     return to_run, skipped
 
 
+def grouped_requests(requests: Sequence[RunRequest]) -> list[RunRequest]:
+    """The requests with the runs on the same data one after another (`grouped_by_data`: every method of seed 0,
+    then of seed 1, ...), so that a process running them in turn builds each task sequence once."""
+    return grouped_by_data(requests, lambda request: data_key(request.plan, request.loader, request.device))
+
+
 def run_serially(requests: Sequence[RunRequest], listener: ScheduleListener) -> list[RunOutcome]:
-    """Run each request in this process, the runs on the same data one after another (`grouped_by_data`: e.g.
-    every method of seed 0, then of seed 1), so that they share one task sequence (`SharedTasks`); stops
-    (KeyboardInterrupt) after an interrupted run. Outcomes in the order the runs ran."""
+    """Run each request in this process, in order, consecutive runs on the same data on one task sequence
+    (`SharedTasks`); stops (KeyboardInterrupt) after an interrupted run."""
     outcomes = []
     shared = SharedTasks()
-    for request in grouped_by_data(requests, lambda r: data_key(r.plan, r.loader, r.device)):
+    for request in requests:
         listener.run_launched(request.plan, request.device)
         outcome = run_request(request, listener, shared)
         outcomes.append(outcome)

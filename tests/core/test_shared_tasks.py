@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import gc
 import weakref
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 import torch
 from runhelpers import Recorder
-from synthetic import synthetic_loader, tiny_spec
+from synthetic import SyntheticLoader, synthetic_loader, tiny_spec
 
 from clbench.approaches.sgd import SGD
 from clbench.run import shared_tasks
 from clbench.run.engine import execute
+from clbench.run.execution import Execution, check_execution, run_plans
 from clbench.run.plan import plan_runs
-from clbench.run.scheduler import RunRequest, run_serially
+from clbench.run.scheduler import RunRequest, grouped_requests, run_in_processes
 from clbench.run.shared_tasks import SharedTasks, grouped_by_data
 
 CPU = torch.device("cpu")
@@ -28,6 +29,18 @@ class FailingSGD(SGD):
 
     def train_epoch(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("out of patience")
+
+
+@dataclass(frozen=True)
+class CountingLoader:
+    """`SyntheticLoader` that writes a line to `log` for every data set it loads (worker processes too)."""
+
+    log: Path
+
+    def __call__(self, name: str, form: str):  # type: ignore[no-untyped-def]
+        with self.log.open("a") as file:
+            file.write(name + "\n")
+        return SyntheticLoader()(name, form)
 
 
 def numbers(rows: list[dict]) -> list[tuple[str, int, int, float, float]]:
@@ -49,7 +62,7 @@ def test_runs_on_the_same_data_follow_each_other_on_one_sequence_with_the_number
         spec, seed, *rest))
     plans = plan_runs(SPEC, ["sgd", "ewc"], [0, 1], tmp_path / "shared")  # sgd 0, sgd 1, ewc 0, ewc 1
     recorder = Recorder()
-    outcomes = run_serially([RunRequest(plan, "cpu", loader) for plan in plans], recorder)
+    outcomes = run_plans(plans, check_execution(Execution(device="cpu")), loader, recorder)  # in plan order
 
     launched = [run_id for kind, run_id, _ in recorder.events if kind == "launched"]
     by_id = {plan.run_id: plan for plan in plans}
@@ -91,3 +104,15 @@ def test_a_failed_run_does_not_leave_its_sequence_to_the_next_run(tmp_path: Path
     with pytest.raises(RuntimeError, match="out of patience"):
         execute(failing, device=CPU, loader=synthetic_loader(), shared=shared)
     assert shared.tasks is None and shared.key is None
+
+
+def test_a_worker_process_runs_the_runs_on_its_data_on_one_sequence(tmp_path: Path) -> None:
+    log = tmp_path / "loads.txt"
+    plans = plan_runs(SPEC, ["sgd", "ewc"], [0], tmp_path / "pool")  # one data set per sequence (permuted mnist)
+    requests = grouped_requests([RunRequest(plan, "", CountingLoader(log), threads=1) for plan in plans])
+    outcomes = run_in_processes(requests, 1, ["cpu"], Recorder())
+    assert [outcome.status for outcome in outcomes] == ["done", "done"]
+    assert log.read_text().split() == ["mnist"]  # built once, for both runs
+    for outcome in outcomes:
+        [alone] = plan_runs(SPEC, [outcome.plan.method], [0], tmp_path / "alone")
+        assert numbers(outcome.rows) == numbers(execute(alone, device=CPU, loader=synthetic_loader()).rows)
