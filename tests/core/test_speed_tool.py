@@ -74,3 +74,27 @@ def test_the_mirror_and_data_folder_are_resolved_against_the_folder_it_starts_in
     args, sections = speed.parse_arguments(["--section", "command", "--mirror", "../shared/data", "--data-dir", "d"])
     assert args.mirror == (tmp_path / ".." / "shared" / "data").resolve() and args.mirror.is_absolute()
     assert args.data_dir == tmp_path.resolve() / "d" and sections == ("command",)
+
+
+TABLE = "| approach | rho<=1 |\n|---|---|\n| sgd | 0.00 (0.00) |\n"
+
+
+def test_the_command_lines_take_medians_and_count_a_speed_up_only_with_the_same_table(speed) -> None:  # type: ignore[no-untyped-def]
+    measured = speed.Measured
+    new = [measured(10.0, 1100 * 1024, 30.0, TABLE), measured(30.0, 1300 * 1024, 20.0, TABLE),
+           measured(20.0, 1000 * 1024, 25.0, "noise\n" + TABLE)]
+    old = [measured(50.0, 1000 * 1024, 60.0, TABLE), measured(40.0, 900 * 1024, 80.0, TABLE),
+           measured(45.0, 950 * 1024, 70.0, TABLE)]
+    wall, peak, cpu = speed.command_lines(new, old, "b3ef878")
+    # medians by hand: wall 20 vs 45 s, peak 1100 vs 950 MiB, CPU 25 vs 70 s
+    assert (wall.clbench, wall.reference, wall.ratio, wall.ok) == (20.0, 45.0, 2.25, True)
+    assert (peak.clbench, peak.reference, peak.ok) == (1100.0, 950.0, True) and abs(peak.ratio - 1100 / 950) < 1e-12
+    assert (cpu.clbench, cpu.reference, cpu.ratio) == (25.0, 70.0, 2.8) and "| - |" in cpu.show()
+    assert "same table: yes" in wall.note and "| met |" in wall.show()
+    other = [measured(m.seconds, m.peak_kib, m.cpu_seconds, TABLE.replace("0.00 (0.00)", "0.01 (0.00)")) for m in new]
+    slower, _, _ = speed.command_lines(other, old, "b3ef878")
+    assert not slower.ok and "same table: NO" in slower.note  # 2.25x, but another table: not a speed-up
+    assert not speed.command_lines(new[:1] * 3, [measured(19.0, 1000 * 1024, 1.0, TABLE)] * 3, "x")[0].ok  # 1.9x
+    heavy = [measured(m.seconds, 1200 * 1024, m.cpu_seconds, TABLE) for m in new]
+    assert not speed.command_lines(heavy, old, "b3ef878")[1].ok  # 1200 / 950 = 1.26x the memory
+    assert speed.Measured(1.0, 5, 2.0, "a").plus(speed.Measured(3.0, 4, 1.0, "b")) == speed.Measured(4.0, 5, 3.0, "b")
