@@ -70,6 +70,24 @@ class InputTransform:
         permutations = None if self.permutations is None else self.permutations.to(device)
         return InputTransform(self.mean.to(device), self.std.to(device), permutations, self.flatten)
 
+    def whole(self, images: torch.Tensor, task: int | torch.Tensor, rows: int = 1024) -> torch.Tensor:
+        """`self(images, task)` for a whole split, `rows` images at a time into one output tensor: the same values
+        (each image's own elementwise operations and pixel gather), without the full-size temporaries that one call
+        makes (a float copy, the normalised copy, the permuted copy: 3 x 31 MB for a permuted-MNIST test set).
+        `task`: the split's task, or one task id per image."""
+        def chunk(start: int) -> torch.Tensor:
+            ids = task if isinstance(task, int) else task[start:start + rows]
+            return self(images[start:start + rows], ids)
+
+        first = chunk(0)
+        if first.shape[0] == images.shape[0]:
+            return first
+        out = first.new_empty((images.shape[0], *first.shape[1:]))
+        out[:rows] = first
+        for start in range(rows, images.shape[0], rows):
+            out[start:start + rows] = chunk(start)
+        return out
+
 
 # Budget of one task sequence's cache of normalised evaluation inputs (float32, 4 bytes per pixel: a permuted
 # MNIST test set is 31.4 MB, a 32x32 RGB test image 12 KB). Beyond it, splits are normalised batch by batch.
@@ -101,7 +119,7 @@ class InputCache:
             inputs = None
             if self.used_bytes + size <= self.budget_bytes:
                 with torch.inference_mode(False), torch.no_grad():
-                    inputs = data.transform(data.images, data.task)
+                    inputs = data.transform.whole(data.images, data.task)
                 self.used_bytes += size
             entry = self.entries[id(data)] = (weakref.ref(data), inputs)
         return entry[1]
@@ -130,7 +148,7 @@ class TrainingInputs:
             size = data.images.numel() * torch.finfo(torch.float32).bits // 8
             if size <= self.budget_bytes:
                 with torch.no_grad():
-                    self.inputs = data.transform(data.images, data.task if data.task >= 0 else data.task_ids)
+                    self.inputs = data.transform.whole(data.images, data.task if data.task >= 0 else data.task_ids)
         return self.inputs
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
-from clbench.data.tasks import InputTransform, LabelledData, TrainingInputs
+from clbench.data.tasks import InputCache, InputTransform, LabelledData, TrainingInputs
 
 
 def split_of(task: int, n: int = 6) -> LabelledData:
@@ -54,6 +54,49 @@ def test_a_split_of_mixed_tasks_keeps_each_samples_own_tasks_inputs() -> None:
     assert torch.equal(batch.inputs, mixed.batch(torch.tensor([4, 1])).inputs)  # the per-batch transform's bits
     assert batch.task == -1 and batch.task_ids is not None and batch.task_ids.tolist() == [0, 1]
     assert torch.equal(batch.images, mixed.images[[4, 1]])
+
+
+@pytest.mark.parametrize("rows", [1, 4, 5, 6, 100])
+def test_a_whole_split_is_normalised_a_few_rows_at_a_time_with_the_values_of_one_call(rows: int) -> None:
+    """`InputTransform.whole` (what the caches fill themselves with): the bits of one call on the whole split, for
+    one task and for a task per row, and never more than `rows` images per call (no full-size temporaries)."""
+    data = split_of(1, n=11)
+    transform = data.transform
+    sizes: list[int] = []
+
+    class Counting(InputTransform):
+        def __call__(self, images: torch.Tensor, task: int | torch.Tensor) -> torch.Tensor:
+            sizes.append(images.shape[0])
+            return transform(images, task)
+
+    counting = Counting(transform.mean, transform.std, transform.permutations, transform.flatten)
+    mixed = torch.tensor([0, 1] * 5 + [0])
+    for task in (1, mixed):
+        sizes.clear()
+        whole = counting.whole(data.images, task, rows=rows)
+        assert torch.equal(whole, transform(data.images, task))
+        assert max(sizes) == min(rows, 11) and sum(sizes) == 11
+    assert torch.equal(counting.whole(data.images, mixed, rows=4)[[0, 1]],
+                       torch.stack([transform(data.images[:1], 0)[0], transform(data.images[1:2], 1)[0]]))
+
+
+def test_both_caches_fill_themselves_a_chunk_of_images_at_a_time() -> None:
+    sizes: list[int] = []
+
+    class Counting(InputTransform):
+        def __call__(self, images: torch.Tensor, task: int | torch.Tensor) -> torch.Tensor:
+            sizes.append(images.shape[0])
+            return super().__call__(images, task)
+
+    plain = split_of(0).transform
+    counting = Counting(plain.mean, plain.std, plain.permutations, plain.flatten)
+    images = torch.randint(0, 256, (2500, 1, 2, 2), dtype=torch.uint8)
+    data = LabelledData(images, torch.zeros(2500, dtype=torch.long), torch.zeros(2500, dtype=torch.long), counting, 0)
+    for fill in (lambda: InputCache().inputs(data), lambda: TrainingInputs().of(data)):
+        sizes.clear()
+        kept = fill()
+        assert kept is not None and torch.equal(kept, plain(images, 0))
+        assert sizes == [1024, 1024, 452]
 
 
 def test_splits_over_the_budget_are_normalised_per_batch() -> None:
