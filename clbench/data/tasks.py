@@ -11,6 +11,7 @@ evaluation, and kept (`InputCache`, within a byte budget): the same values, sinc
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from clbench.spec import ONE_DATASET_KINDS, DataSpec, class_blocks, domain_class
 if TYPE_CHECKING:
     from clbench.data.sources import PreparedDataset
 
+
+log = logging.getLogger(__name__)
 
 ImageAugmentation = Callable[[torch.Tensor], torch.Tensor]
 """uint8 images (B, C, H, W) -> augmented uint8 images of the same shape (`clbench.data.augment`)."""
@@ -106,23 +109,40 @@ class InputCache:
 
     budget_bytes: int = EVAL_CACHE_BYTES
     used_bytes: int = 0
-    # id(split) -> (a weak reference to the split, its inputs or None when over budget); weak, so that the cache
-    # holds no reference back to the splits that hold it (no cycle: a finished run's tensors are freed at once)
-    entries: dict[int, tuple[weakref.ref[LabelledData], torch.Tensor | None]] = field(default_factory=dict,
-                                                                                        repr=False)
+    # id(split) -> (a weak reference to the split, its inputs or None when over budget, their version counter when
+    # kept); weak, so that the cache holds no reference back to the splits that hold it (no cycle: a finished run's
+    # tensors are freed at once)
+    entries: dict[int, tuple[weakref.ref[LabelledData], torch.Tensor | None, int]] = field(default_factory=dict,
+                                                                                             repr=False)
 
     def inputs(self, data: LabelledData) -> torch.Tensor | None:
-        """`data`'s normalised inputs (N, ...) float32, or None when they do not fit in the budget."""
+        """`data`'s normalised inputs (N, ...) float32, or None when they do not fit in the budget.
+
+        Batches are views of the kept inputs: inputs changed in place since they were kept (torch's version counter
+        moved: an approach wrote into a batch) are computed again, with a warning, rather than handed out changed."""
         entry = self.entries.get(id(data))
         if entry is None or entry[0]() is not data:
             size = data.images.numel() * torch.finfo(torch.float32).bits // 8
-            inputs = None
-            if self.used_bytes + size <= self.budget_bytes:
-                with torch.inference_mode(False), torch.no_grad():
-                    inputs = data.transform.whole(data.images, data.task)
+            fits = self.used_bytes + size <= self.budget_bytes
+            if fits:
                 self.used_bytes += size
-            entry = self.entries[id(data)] = (weakref.ref(data), inputs)
+            entry = self.entries[id(data)] = _cache_entry(data, normalised_split(data) if fits else None)
+        elif entry[1] is not None and entry[1]._version != entry[2]:
+            log.warning("the kept normalised inputs of a %d-image split of task %d were changed in place (a batch "
+                        "written into); they are computed again", len(data), data.task)
+            entry = self.entries[id(data)] = _cache_entry(data, normalised_split(data))
         return entry[1]
+
+
+def normalised_split(data: LabelledData) -> torch.Tensor:
+    """A single-task split's normalised inputs, as ordinary tensors (usable in autograd) without a gradient."""
+    with torch.inference_mode(False), torch.no_grad():
+        return data.transform.whole(data.images, data.task)
+
+
+def _cache_entry(data: LabelledData,
+                 inputs: torch.Tensor | None) -> tuple[weakref.ref[LabelledData], torch.Tensor | None, int]:
+    return weakref.ref(data), inputs, 0 if inputs is None else inputs._version
 
 
 # Budget of the normalised inputs of the training split being learned (`TrainingInputs`): a permuted MNIST task's

@@ -4,7 +4,9 @@ The runs of one command often share their data: `clbench train -m sgd,hat,joint 
 task sequence for every method of a seed (the data spec and the seed decide it; `build_tasks` is deterministic).
 `SharedTasks` keeps the last sequence built, with the normalised evaluation inputs its `InputCache` computed, and
 hands it to the next run on the same data instead of building (and normalising) it again: the same tensors, so
-the same numbers. Runs read the sequence and never change it.
+the same numbers. Runs read the sequence and never change it; if one did (a plugin writing into its data in
+place: torch's version counters of the images, labels, task ids or normalisation tables moved), the next run gets
+a sequence built anew, with a warning, and never the changed one.
 
 One sequence at a time: a run on other data frees the kept sequence before its own is built, so the peak
 memory is one sequence, as without sharing. `grouped_by_data` orders a serial schedule so that the runs on the
@@ -13,6 +15,7 @@ same data follow each other (the first command of the README: the four methods o
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -24,6 +27,7 @@ from clbench.run.loaders import loader_for
 from clbench.run.plan import RunPlan
 
 Item = TypeVar("Item")
+log = logging.getLogger(__name__)
 
 
 def data_key(plan: RunPlan, loader: DatasetLoader, device: torch.device | str) -> tuple[Any, ...]:
@@ -40,21 +44,40 @@ class SharedTasks:
 
     key: tuple[Any, ...] | None = None
     tasks: TaskSequence | None = field(default=None, repr=False)
+    versions: tuple[int, ...] = ()  # `data_versions` of the kept sequence when it was built
     builds: int = 0
 
     def tasks_for(self, plan: RunPlan, loader: DatasetLoader, device: torch.device | str) -> TaskSequence:
-        """The plan's task sequence: the kept one when the plan's data is the same, else a new one (kept)."""
+        """The plan's task sequence: the kept one when the plan's data is the same and unchanged, else a new one
+        (kept)."""
         key = data_key(plan, loader, device)
+        if self.tasks is not None and self.key == key and data_versions(self.tasks) != self.versions:
+            log.warning("a run before %s changed its task data in place; %s gets the data built anew", plan.run_id,
+                        plan.run_id)
+            self.forget()
         if self.tasks is None or self.key != key:
             self.forget()  # the kept sequence is freed before the next is built: one in memory at a time
             self.tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
-            self.key = key
+            self.key, self.versions = key, data_versions(self.tasks)
             self.builds += 1
         return self.tasks
 
     def forget(self) -> None:
         """Drop the kept sequence (after a failed or interrupted run, whose caches may be half filled)."""
-        self.key, self.tasks = None, None
+        self.key, self.tasks, self.versions = None, None, ()
+
+
+def data_versions(tasks: TaskSequence) -> tuple[int, ...]:
+    """torch's version counters (they move at every in-place change) of every split's images, labels and task ids
+    and of the normalisation tables, in a fixed order."""
+    versions = []
+    for task in tasks:
+        for split in (task.train, task.valid, task.test):
+            transform = split.transform
+            tables = [transform.mean, transform.std] + ([] if transform.permutations is None else
+                                                        [transform.permutations])
+            versions += [tensor._version for tensor in (split.images, split.labels, split.task_ids, *tables)]
+    return tuple(versions)
 
 
 def grouped_by_data(items: Sequence[Item], key: Callable[[Item], Any]) -> list[Item]:

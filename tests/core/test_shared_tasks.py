@@ -116,3 +116,25 @@ def test_a_worker_process_runs_the_runs_on_its_data_on_one_sequence(tmp_path: Pa
     for outcome in outcomes:
         [alone] = plan_runs(SPEC, [outcome.plan.method], [0], tmp_path / "alone")
         assert numbers(outcome.rows) == numbers(execute(alone, device=CPU, loader=synthetic_loader()).rows)
+
+
+@pytest.mark.parametrize("change", ["images", "labels", "mean"])
+def test_a_sequence_changed_in_place_by_a_run_is_built_anew_for_the_next(tmp_path: Path, change: str,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    sgd0, _, ewc0, _ = plan_runs(SPEC, ["sgd", "ewc"], [0, 1], tmp_path)
+    loader, shared = synthetic_loader(), SharedTasks()
+    first = shared.tasks_for(sgd0, loader, CPU)
+    if change == "images":  # what a plugin writing into its data would do
+        first[1].test.images.add_(1)
+    elif change == "labels":
+        first[0].valid.labels[:2] = 0
+    else:
+        first[0].train.transform.mean.mul_(2.0)
+    with caplog.at_level("WARNING"):
+        second = shared.tasks_for(ewc0, loader, CPU)
+    assert second is not first and shared.builds == 2 and "changed its task data in place" in caplog.text
+    fresh = SharedTasks().tasks_for(ewc0, loader, CPU)
+    assert torch.equal(second[1].test.images, fresh[1].test.images)
+    assert torch.equal(second[0].valid.labels, fresh[0].valid.labels)
+    assert torch.equal(second[0].train.transform.mean, fresh[0].train.transform.mean)
+    assert shared.tasks_for(ewc0, loader, CPU) is second and shared.builds == 2  # unchanged: kept

@@ -99,6 +99,19 @@ def test_both_caches_fill_themselves_a_chunk_of_images_at_a_time() -> None:
         assert sizes == [1024, 1024, 452]
 
 
+def test_kept_evaluation_inputs_written_into_are_computed_again(caplog: pytest.LogCaptureFixture) -> None:
+    cache = InputCache()
+    plain = split_of(0)
+    data = LabelledData(plain.images, plain.labels, plain.task_ids, plain.transform, 0, cache)
+    kept = cache.inputs(data)
+    assert kept is not None and cache.inputs(data) is kept  # kept: the same tensor while unchanged
+    data.batch(slice(0, 2)).inputs.add_(1.0)  # an approach writing into a batch, a view of the kept inputs
+    with caplog.at_level("WARNING"):
+        again = cache.inputs(data)
+    assert again is not kept and torch.equal(again, data.transform(data.images, 0))
+    assert "changed in place" in caplog.text and cache.inputs(data) is again
+
+
 def test_splits_over_the_budget_are_normalised_per_batch() -> None:
     assert TrainingInputs(budget_bytes=6 * 4 * 4 - 1).of(split_of(0)) is None  # 6 images x 4 pixels x 4 bytes
     assert TrainingInputs(budget_bytes=6 * 4 * 4).of(split_of(0)) is not None
