@@ -122,7 +122,7 @@ class InputCache:
         moved: an approach wrote into a batch) are computed again, with a warning, rather than handed out changed."""
         entry = self.entries.get(id(data))
         if entry is None or entry[0]() is not data:
-            size = data.images.numel() * torch.finfo(torch.float32).bits // 8
+            size = normalised_bytes(data)
             fits = self.used_bytes + size <= self.budget_bytes
             if fits:
                 self.used_bytes += size
@@ -135,9 +135,15 @@ class InputCache:
 
 
 def normalised_split(data: LabelledData) -> torch.Tensor:
-    """A single-task split's normalised inputs, as ordinary tensors (usable in autograd) without a gradient."""
+    """A split's normalised inputs, each sample by its own task's tables (`InputTransform.whole`), as ordinary
+    tensors (usable in autograd) without a gradient."""
     with torch.inference_mode(False), torch.no_grad():
-        return data.transform.whole(data.images, data.task)
+        return data.transform.whole(data.images, data.task if data.task >= 0 else data.task_ids)
+
+
+def normalised_bytes(data: LabelledData) -> int:
+    """The bytes of a split's normalised inputs: float32, 4 per pixel."""
+    return data.images.numel() * torch.finfo(torch.float32).bits // 8
 
 
 def _cache_entry(data: LabelledData,
@@ -165,10 +171,8 @@ class TrainingInputs:
     def of(self, data: LabelledData) -> torch.Tensor | None:
         if self.split is None or self.split() is not data:
             self.split, self.inputs = weakref.ref(data), None  # the last split's inputs freed first
-            size = data.images.numel() * torch.finfo(torch.float32).bits // 8
-            if size <= self.budget_bytes:
-                with torch.no_grad():
-                    self.inputs = data.transform.whole(data.images, data.task if data.task >= 0 else data.task_ids)
+            if normalised_bytes(data) <= self.budget_bytes:
+                self.inputs = normalised_split(data)
         return self.inputs
 
 

@@ -40,7 +40,7 @@ def data_key(plan: RunPlan, loader: DatasetLoader, device: torch.device | str) -
 class SharedTasks:
     """The task sequence of the last run (None before the first), kept for the next run on the same data.
 
-    `builds` counts the sequences built (a test and the speed notes read it)."""
+    `builds` counts the sequences built (the tests read it)."""
 
     key: tuple[Any, ...] | None = None
     tasks: TaskSequence | None = field(default=None, repr=False)
@@ -51,15 +51,15 @@ class SharedTasks:
         """The plan's task sequence: the kept one when the plan's data is the same and unchanged, else a new one
         (kept)."""
         key = data_key(plan, loader, device)
-        if self.tasks is not None and self.key == key and data_versions(self.tasks) != self.versions:
+        if self.tasks is not None and self.key == key:
+            if data_versions(self.tasks) == self.versions:
+                return self.tasks
             log.warning("a run before %s changed its task data in place; %s gets the data built anew", plan.run_id,
                         plan.run_id)
-            self.forget()
-        if self.tasks is None or self.key != key:
-            self.forget()  # the kept sequence is freed before the next is built: one in memory at a time
-            self.tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
-            self.key, self.versions = key, data_versions(self.tasks)
-            self.builds += 1
+        self.forget()  # the kept sequence is freed before the next is built: one in memory at a time
+        self.tasks = build_tasks(plan.spec.data, plan.seed, loader_for(loader, plan.spec), device)
+        self.key, self.versions = key, data_versions(self.tasks)
+        self.builds += 1
         return self.tasks
 
     def forget(self) -> None:
