@@ -93,12 +93,20 @@ class Line:
     ratio: float | None = None
     note: str = ""
     scored: bool = True  # False: shown beside the targets, no target of its own (no verdict, no exit status)
+    measured: bool = True  # False: the figure could not be taken (its reason in `what`); not met, not missed
 
     def show(self) -> str:
         ratio = f"{self.ratio:.2f}x" if self.ratio is not None else "-"
         verdict = ("met" if self.ok else "MISSED") if self.scored else "-"
+        if not self.measured:
+            return f"| {self.what} | - | - | - | {self.target} | not measured | |"
         return (f"| {self.what} | {self.clbench:.3f} {self.unit} | {self.reference:.3f} {self.unit} | {ratio} | "
                 f"{self.target} | {verdict} | {self.note} |")
+
+
+def not_measured(what: str, target: str) -> Line:
+    """A target whose figure could not be taken (`what` says why): printed as such, and the exit status is 1."""
+    return Line(what, 0.0, 0.0, "s", target, False, measured=False)
 
 
 def median_alternating(first: Callable[[], float], second: Callable[[], float], repeats: int,
@@ -347,7 +355,7 @@ def run_seconds(command: Sequence[str], env: dict[str, str] | None = None, cwd: 
 
 def startup_section(repeats: int, data_dir: Path | None) -> list[Line]:
     if data_dir is None or not (data_dir / "mnist").exists():
-        return [Line("startup: needs MNIST fetched (--data-dir or --mirror)", 0, 0, "s", "<= +1.5 s", False)]
+        return [not_measured("startup: needs MNIST fetched (--data-dir or --mirror)", "<= +1.5 s")]
     with tempfile.TemporaryDirectory() as results:
         env = {**os.environ, "CLBENCH_DATA": str(data_dir)}
         counter = [0]
@@ -418,7 +426,8 @@ def first_command(tree: Path, mirror: Path | None, data_dir: Path | None) -> Mea
 
 def command_section(rounds: int, baseline: str, mirror: Path | None, data_dir: Path | None) -> list[Line]:
     if mirror is None and (data_dir is None or not (data_dir / "mnist").exists()):
-        return [Line("command: needs --mirror DIR or MNIST fetched in --data-dir", 0, 0, "s", ">= 2x", False)]
+        return [not_measured("command: needs --mirror DIR or MNIST fetched (--data-dir, $CLBENCH_DATA or clbench's "
+                             "cache)", ">= 2x")]
     with tempfile.TemporaryDirectory() as scratch:
         old = Path(scratch) / "baseline"
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(old), baseline], check=True,
@@ -467,7 +476,7 @@ def scaling_section(data_dir: Path | None) -> list[str]:
     import pandas as pd
 
     if data_dir is None or not (data_dir / "mnist").exists():
-        return ["scaling: needs MNIST fetched (--data-dir or --mirror)"]
+        return ["scaling: not measured: needs MNIST fetched (--data-dir or --mirror)"]
     rows = ["| tasks | wall [s] | training [s] | evaluation [s] | evaluation share |", "|---|---|---|---|---|"]
     for n_tasks in (5, 10, 20):
         with tempfile.TemporaryDirectory() as results:
@@ -536,7 +545,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _data_dir(args: argparse.Namespace, scratch: Path, sections: Sequence[str]) -> Path | None:
-    """Where MNIST is: --data-dir, else $CLBENCH_DATA, else fetched from --mirror into `scratch`."""
+    """Where MNIST is: --data-dir, else $CLBENCH_DATA, else fetched from --mirror into `scratch`, else clbench's
+    own data cache when `clbench fetch` put MNIST there."""
     explicit = args.data_dir or (Path(os.environ["CLBENCH_DATA"]) if os.environ.get("CLBENCH_DATA") else None)
     if explicit is not None and (explicit / "mnist").exists():
         return explicit
@@ -544,7 +554,14 @@ def _data_dir(args: argparse.Namespace, scratch: Path, sections: Sequence[str]) 
         subprocess.run([sys.executable, "-m", "clbench", "fetch", "pmnist", "--mirror", str(args.mirror)],
                        check=True, capture_output=True, env={**os.environ, "CLBENCH_DATA": str(scratch)}, cwd=REPO)
         return scratch
-    return explicit
+    cache = default_cache()
+    return cache if explicit is None and (cache / "mnist").exists() else explicit
+
+
+def default_cache() -> Path:
+    """clbench's data cache when $CLBENCH_DATA is unset: $XDG_CACHE_HOME/clbench, else ~/.cache/clbench (the rule of
+    `clbench.cli.common.default_data_dir`, written out here: CLBENCH_SPEED_TREE may be a checkout without it)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "clbench"
 
 
 if __name__ == "__main__":

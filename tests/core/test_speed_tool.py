@@ -98,3 +98,26 @@ def test_the_command_lines_take_medians_and_count_a_speed_up_only_with_the_same_
     heavy = [measured(m.seconds, 1200 * 1024, m.cpu_seconds, TABLE) for m in new]
     assert not speed.command_lines(heavy, old, "b3ef878")[1].ok  # 1200 / 950 = 1.26x the memory
     assert speed.Measured(1.0, 5, 2.0, "a").plus(speed.Measured(3.0, 4, 1.0, "b")) == speed.Measured(4.0, 5, 3.0, "b")
+
+
+def test_a_figure_that_could_not_be_taken_reads_not_measured_and_fails_the_exit_status(
+        speed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("CLBENCH_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty-cache"))  # no MNIST anywhere
+    assert speed.main(["--section", "startup"]) == 1
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| startup"))
+    assert row == "| startup: needs MNIST fetched (--data-dir or --mirror) | - | - | - | <= +1.5 s | not measured | |"
+
+
+def test_mnist_is_found_in_clbench_s_own_cache_when_no_folder_or_mirror_is_given(
+        speed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("CLBENCH_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    args, sections = speed.parse_arguments(["--section", "startup"])
+    assert speed._data_dir(args, tmp_path / "scratch", sections) is None  # nothing fetched yet
+    (tmp_path / "clbench" / "mnist").mkdir(parents=True)  # where `clbench fetch` puts it
+    assert speed._data_dir(args, tmp_path / "scratch", sections) == tmp_path / "clbench"
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "mnist").mkdir(parents=True)
+    monkeypatch.setenv("CLBENCH_DATA", str(elsewhere))  # an explicit folder wins
+    assert speed._data_dir(args, tmp_path / "scratch", sections) == elsewhere
