@@ -62,6 +62,7 @@ TREE = Path(os.environ.get("CLBENCH_SPEED_TREE") or REPO).resolve()
 sys.path.insert(0, str(TREE))
 
 from clbench.approaches import Approach, ApproachContext, resolve  # noqa: E402
+from clbench.cli.common import default_data_dir  # noqa: E402
 from clbench.data.custom import n_classes_lookup  # noqa: E402
 from clbench.data.tasks import LabelledData, TaskSequence, build_tasks  # noqa: E402
 from clbench.nets import MultiHeadNet  # noqa: E402
@@ -96,10 +97,10 @@ class Line:
     measured: bool = True  # False: the figure could not be taken (its reason in `what`); not met, not missed
 
     def show(self) -> str:
-        ratio = f"{self.ratio:.2f}x" if self.ratio is not None else "-"
-        verdict = ("met" if self.ok else "MISSED") if self.scored else "-"
         if not self.measured:
             return f"| {self.what} | - | - | - | {self.target} | not measured | |"
+        ratio = f"{self.ratio:.2f}x" if self.ratio is not None else "-"
+        verdict = ("met" if self.ok else "MISSED") if self.scored else "-"
         return (f"| {self.what} | {self.clbench:.3f} {self.unit} | {self.reference:.3f} {self.unit} | {ratio} | "
                 f"{self.target} | {verdict} | {self.note} |")
 
@@ -554,14 +555,8 @@ def _data_dir(args: argparse.Namespace, scratch: Path, sections: Sequence[str]) 
         subprocess.run([sys.executable, "-m", "clbench", "fetch", "pmnist", "--mirror", str(args.mirror)],
                        check=True, capture_output=True, env={**os.environ, "CLBENCH_DATA": str(scratch)}, cwd=REPO)
         return scratch
-    cache = default_cache()
+    cache = default_data_dir()  # $CLBENCH_DATA is unset here when explicit is None
     return cache if explicit is None and (cache / "mnist").exists() else explicit
-
-
-def default_cache() -> Path:
-    """clbench's data cache when $CLBENCH_DATA is unset: $XDG_CACHE_HOME/clbench, else ~/.cache/clbench (the rule of
-    `clbench.cli.common.default_data_dir`, written out here: CLBENCH_SPEED_TREE may be a checkout without it)."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "clbench"
 
 
 if __name__ == "__main__":
