@@ -73,36 +73,91 @@ def is_complete_matrix(matrix: np.ndarray) -> bool:
     return bool(np.isfinite(matrix[np.tril_indices(matrix.shape[0])]).all())
 
 
-def random_reference(random_matrix: np.ndarray) -> np.ndarray:
-    """A_R^u, the stratified random classifier's accuracy on task u: the mean of column u over t >= u.
+def random_reference(random_matrix: np.ndarray, per_stage: bool = False) -> np.ndarray:
+    """A_R, the stratified random classifier's accuracy, from the random run's T x T matrix.
 
-    The random classifier is re-drawn at each stage, so averaging its column reduces the noise of the
-    reference (the reference code used one draw).
+    Task-aware (the default; the paper's A_R^u, Serra et al. 2018, Sec. 4 "Experiments", Eq. `eq:accuracy`: "a
+    random stratified classifier using the class information of task tau"): one value per task u, the mean of
+    column u over t >= u (length T). The classifier guesses among task u's own classes at every stage, so its
+    accuracy on u does not depend on t, and averaging its re-drawn column reduces the noise (the reference code
+    used one draw). The domain scenario (one head, the same classes in every task) is the same case.
+
+    `per_stage` (the task-agnostic evaluation): A_R^{u<=t}, the random run's accuracy on task u at stage t itself
+    (T x T, NaN above the diagonal). There the classifier guesses among every class seen so far, so its chance
+    level falls as tasks are added (1/2, 1/4, ... of task u's images for 2 classes a task), and a reference taken
+    at another stage would no longer be the chance level of the stage it is compared at.
     """
-    return np.nanmean(np.where(np.tril(np.ones_like(random_matrix, dtype=bool)), random_matrix, np.nan), axis=0)
+    lower = np.where(np.tril(np.ones_like(random_matrix, dtype=bool)), random_matrix, np.nan)
+    return lower if per_stage else np.nanmean(lower, axis=0)
 
 
-def forgetting_ratio_matrix(accuracy: np.ndarray, joint: np.ndarray, random: np.ndarray) -> np.ndarray:
-    """rho^{u<=t} = (A^{u<=t} - A_R^u) / (A_J^{u<=t} - A_R^u) - 1 (the paper's Eq. for the forgetting ratio).
+# How many standard errors the joint reference must beat the random one by for a forgetting ratio to be defined.
+REFERENCE_GAP_STANDARD_ERRORS = 3.0
+
+
+def reference_gap_margin(joint: np.ndarray, random: np.ndarray, n_test: np.ndarray,
+                         standard_errors: float = REFERENCE_GAP_STANDARD_ERRORS) -> np.ndarray:
+    """The smallest A_J - A_R that is clearly positive: k sqrt(A_J (1 - A_J) / n_u + A_R (1 - A_R) / n_u).
+
+    The standard error of the difference of two accuracies measured on task u's n_u test samples (binomial),
+    times k = `standard_errors` (3: a gap below it is within the test set's noise of none). Where n_u is unknown
+    (NaN, results written before `n_test` was stored) the margin is 0: only a positive gap is then required.
+
+    Args:
+        joint: T x T accuracies of the joint reference.
+        random: length-T A_R^u, or T x T A_R^{u<=t} (see `random_reference`).
+        n_test: length-T number of test samples of each task u.
+    """
+    chance = _per_stage(random, joint.shape)
+    spread = joint * (1.0 - joint) / n_test[None, :] + chance * (1.0 - chance) / n_test[None, :]
+    margin = standard_errors * np.sqrt(np.clip(spread, 0.0, None))
+    return np.where(np.isnan(margin) & ~np.isnan(joint), 0.0, margin)
+
+
+def _per_stage(random: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A_R as a T x T matrix: a length-T A_R^u repeated over the stages, a T x T A_R^{u<=t} as it is."""
+    return np.broadcast_to(random[None, :], shape) if random.ndim == 1 else random
+
+
+def undefined_ratio_cells(joint: np.ndarray, random: np.ndarray, margin: np.ndarray | None = None) -> np.ndarray:
+    """Where on and below the diagonal rho^{u<=t} is undefined: A_J^{u<=t} - A_R is not above `margin` (0 if None).
+
+    A joint reference at or below chance leaves nothing for the ratio to measure against: a near-zero or negative
+    denominator turns the test set's noise into any number (+7.3 for the random run itself, 123 for iCaRL).
+    """
+    gap = joint - _per_stage(random, joint.shape)
+    limit = np.zeros_like(gap) if margin is None else margin
+    with np.errstate(invalid="ignore"):
+        undefined = ~(gap > limit) | np.isclose(gap, 0.0)
+    return undefined & np.tril(np.ones_like(undefined, dtype=bool))
+
+
+def forgetting_ratio_matrix(accuracy: np.ndarray, joint: np.ndarray, random: np.ndarray,
+                            margin: np.ndarray | None = None) -> np.ndarray:
+    """rho^{u<=t} = (A^{u<=t} - A_R) / (A_J^{u<=t} - A_R) - 1 (the paper's Eq. `eq:accuracy`, Sec. 4).
 
     Args:
         accuracy: T x T accuracy matrix of the approach.
         joint: T x T accuracy matrix of the joint (multitask) reference, same seed.
-        random: length-T accuracies of the random stratified reference per task (see `random_reference`).
+        random: the random stratified reference (see `random_reference`): length-T A_R^u (task-aware, the
+            paper's), or T x T A_R^{u<=t} (task-agnostic: the chance level of each stage).
+        margin: T x T smallest clearly positive A_J - A_R (`reference_gap_margin`); None: any positive gap.
 
     Returns:
-        T x T matrix, NaN above the diagonal and where the joint and random references are equal.
+        T x T matrix, NaN above the diagonal and where the ratio is undefined (`undefined_ratio_cells`).
     """
-    denominator = joint - random[None, :]
+    chance = _per_stage(random, accuracy.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = (accuracy - random[None, :]) / denominator - 1.0
-    ratio = np.where(np.isclose(denominator, 0.0), np.nan, ratio)
+        ratio = (accuracy - chance) / (joint - chance) - 1.0
+    ratio = np.where(undefined_ratio_cells(joint, random, margin), np.nan, ratio)
     return np.where(np.tril(np.ones_like(ratio, dtype=bool)), ratio, np.nan)
 
 
-def forgetting_ratio(accuracy: np.ndarray, joint: np.ndarray, random: np.ndarray) -> np.ndarray:
-    """rho^{<=t} = (1/t) sum_{u<=t} rho^{u<=t}, one value per stage t (length T)."""
-    ratio = forgetting_ratio_matrix(accuracy, joint, random)
+def forgetting_ratio(accuracy: np.ndarray, joint: np.ndarray, random: np.ndarray,
+                     margin: np.ndarray | None = None) -> np.ndarray:
+    """rho^{<=t} = (1/t) sum_{u<=t} rho^{u<=t}, one value per stage t (length T); NaN at a stage where any
+    rho^{u<=t} is undefined (never a mean over the defined tasks only)."""
+    ratio = forgetting_ratio_matrix(accuracy, joint, random, margin)
     return np.array([ratio[t, : t + 1].mean() for t in range(ratio.shape[0])])
 
 

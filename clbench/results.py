@@ -89,14 +89,36 @@ def check_results_folder(results_dir: Path) -> Path:
 
     Checked when a command starts, so that a `--results` that is a file or read-only fails once, not in every run.
     """
-    path = Path(results_dir)
-    if path.exists() and not path.is_dir():
-        raise ResultsError(f"--results {path} is a file, not a folder; give a folder (it is created if missing)")
-    existing = next(parent for parent in (path, *path.absolute().parents) if parent.exists())
+    return check_output_path(results_dir, "--results", folder=True)
+
+
+def check_output_path(path: Path, option: str, folder: bool = False) -> Path:
+    """`path` if this process can write it, as a file or (`folder`) a folder, creating what is missing on its way;
+    ResultsError naming `option`, the path and what is wrong otherwise.
+
+    Every command checks its output paths with this before any work, so that a bad one fails in one line rather than
+    after training or rendering. Permissions say nothing for root, so the nearest existing folder is also probed by
+    creating (and removing) an empty temporary file in it: that catches a read-only file system, an immutable
+    folder, /proc and the like.
+    """
+    path = Path(path)
+    if path.exists() and folder and not path.is_dir():
+        raise ResultsError(f"{option} {path} is a file, not a folder; give a folder (it is created if missing)")
+    if path.exists() and not folder and path.is_dir():
+        raise ResultsError(f"{option} {path} is a folder, not a file: a file is written there")
+    start = path.absolute() if folder else path.absolute().parent
+    existing = next(parent for parent in (start, *start.parents) if parent.exists())
     if not existing.is_dir():
-        raise ResultsError(f"--results {path} cannot be created: {existing} is a file, not a folder")
+        raise ResultsError(f"{option} {path} cannot be created: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ResultsError(f"--results {path} is not writable: no permission to write in {existing}")
+        raise ResultsError(f"{option} {path} is not writable: no permission to write in {existing}")
+    try:
+        handle, probe = tempfile.mkstemp(dir=existing, prefix=".clbench-write-check-")
+    except OSError as error:
+        raise ResultsError(f"{option} {path} is not writable: cannot create a file in {existing} "
+                           f"({error.strerror or error})") from None
+    os.close(handle)
+    os.unlink(probe)
     return path
 
 
@@ -169,6 +191,32 @@ def parquet_bytes(frame: pd.DataFrame, metadata: dict[str, Any] | None = None) -
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return sink.getvalue().to_pybytes()
+
+
+SCENARIO_EVALUATIONS = {"task": "task-aware", "class": "task-agnostic", "domain": "task-aware"}
+"""The evaluation a scenario's comparison reports, the default of `tune`, `report`, `evaluate` and `train`'s lines:
+task-aware where the task id is given (the paper's), task-agnostic in the class scenario (class-incremental), and
+the domain scenario's one evaluation (stored under the name task-aware)."""
+
+
+def scenario_evaluation(scenario: str | None) -> str:
+    """The evaluation of `SCENARIO_EVALUATIONS` for a run's scenario (None, for results written before the
+    scenario was stored: task)."""
+    return SCENARIO_EVALUATIONS.get(scenario or "task", EVALUATIONS[0])
+
+
+def runs_evaluation(scenarios: Iterable[str | None], where: str) -> str:
+    """The one evaluation the scenarios of a set of runs agree on (`scenario_evaluation`; a domain run agrees with
+    either, results without runs read as task); ResultsError naming the scenarios found in `where` when they
+    disagree, saying to pass `--evaluation`."""
+    found = sorted({scenario or "task" for scenario in scenarios})
+    chosen = sorted({scenario_evaluation(scenario) for scenario in found if scenario != "domain"})
+    if len(chosen) > 1:
+        own = ", ".join(f"{scenario}: {scenario_evaluation(scenario)}" for scenario in found)
+        raise ResultsError(f"{where} holds runs of the {' and '.join(found)} scenarios, whose comparisons report "
+                           f"different evaluations ({own}); pass --evaluation task-aware or --evaluation "
+                           f"task-agnostic")
+    return chosen[0] if chosen else EVALUATIONS[0]
 
 
 def row_split(row: dict[str, Any]) -> str:

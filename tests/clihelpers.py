@@ -49,6 +49,15 @@ def invoke_fresh(*arguments: str) -> tuple[int, str]:
     return result.exit_code, flat(result.output)
 
 
+def pasted_commands(output: str, start: str = "clbench ") -> list[list[str]]:
+    """The commands in backticks in a command's output that begin with `start` (e.g. `clbench train`), each as the
+    arguments a shell would give clbench when the user pastes it (split as a shell does, `clbench` left out)."""
+    import re
+    import shlex
+
+    return [shlex.split(text)[1:] for text in re.findall(r"`(clbench [^`]*)`", flat(output)) if text.startswith(start)]
+
+
 def offline(tmp_path: Path) -> list[str]:
     """No data and no mirror: a command that got past its checks fails fast on the missing data."""
     return ["--data-dir", str(tmp_path / "data"), "--mirror", str(tmp_path / "no-mirror")]

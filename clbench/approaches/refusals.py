@@ -1,25 +1,63 @@
-"""Why an approach cannot run, in one line, each asked where what it needs is known and raised there.
+"""Why an approach cannot run, in one line: one rule (`approach_refusal`) that `list`, `spec`, `train` and `tune` share.
+
+`approach_refusal` answers "why can approach A not run a benchmark with this body, data (its scenario) and resolved
+protocol" (a `Refusal`: the spec key that refuses it and the reason, or None), from three checks, in this order:
 
 - A body (`network.kind`) in the approach's `unsupported_networks` (`unsupported_network_problem`, the default of
-  the hook `Approach.network_problem`): asked by `clbench.approaches.resolve` and by the constructor.
+  the hook `Approach.network_problem`); the constructor asks it too.
+- A scenario it cannot run in (`scenario_refusal`: `needs_task_id`, `refuses_domain`); with the built network
+  (`scenario_network_problem`) the constructor asks more.
 - A protocol it cannot train under (`early_stopping_problem`, the default of the hook `Approach.protocol_problem`,
-  which PathNet and the random classifier override): asked by `resolve`, for the method resolved, once its
-  hyper-parameters and protocol are built.
-- A scenario it cannot run in (`scenario_refusal`: `needs_task_id`, `refuses_domain`): asked by the run plan
-  before any run starts; with the built network (`scenario_network_problem`) by the constructor.
+  which PathNet and the random classifier override).
+
+`clbench.approaches.resolution.refusal` asks it for a spec and a method; `resolve` raises its message.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torch import nn
 
 from clbench.nets import MultiHeadNet
-from clbench.spec import DataSpec, TrainingSpec
+from clbench.spec import DataSpec, NetworkSpec, TrainingSpec
+from clbench.spec.fields import origin_of
 
 if TYPE_CHECKING:
     from clbench.approaches.base import Approach
+    from clbench.approaches.datatypes import Hyperparameters
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why an approach cannot run a benchmark: the spec key whose value refuses it, and the reason in one line."""
+
+    key: str  # `network.kind`, `data.scenario` or `training` (the protocol, with data.validation_fraction)
+    reason: str  # one line that names the approach: "approach hat needs the task id ..."
+
+    def message(self, source: str, origins: Mapping[str, str]) -> str:
+        """The one-line error: where the refusing value came from (the spec file, or the option that set it),
+        then the reason."""
+        return f"{origin_of(self.key, source, origins)}: {self.reason}"
+
+
+def approach_refusal(cls: type[Approach], network: NetworkSpec, data: DataSpec, training: TrainingSpec,
+                     hyperparameters: Hyperparameters) -> Refusal | None:
+    """Why approach class `cls` cannot run a benchmark of this body, data (its scenario) and resolved protocol
+    (`training` with the approach's own section merged), or None if it can. The one rule: `clbench list` shows it,
+    `clbench spec` prints it, `clbench train` and `tune` refuse with it before any run starts."""
+    problem = cls.network_problem(network)
+    if problem is not None:
+        return Refusal("network.kind", problem)
+    problem = scenario_refusal(cls, data.scenario)
+    if problem is not None:
+        return Refusal("data.scenario", problem)
+    problem = cls.protocol_problem(training, data, hyperparameters)
+    if problem is not None:
+        return Refusal("training", f"approach {cls.name}: {problem}")
+    return None
 
 
 def unsupported_network_problem(name: str, unsupported: dict[str, str], kind: str) -> str | None:

@@ -1,6 +1,7 @@
 """Resolving a spec's approach sections against the registry: `resolve` gives the class, its validated
 hyper-parameters and its effective training protocol (`ResolvedApproach`); every other approach section and every
-default grid (`grids:`) of the spec is validated on the way.
+default grid (`grids:`) of the spec is validated on the way. `refusal` says why an approach cannot run a spec (the
+one rule of `clbench.approaches.refusals.approach_refusal`), and `resolve` refuses with its message.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from typing import Any
 
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import Hyperparameters
+from clbench.approaches.refusals import Refusal, approach_refusal
 from clbench.approaches.registry import REGISTRY, approach_names, ensure_loaded, lookup, reload_spec
 from clbench.errors import SpecError
-from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections
+from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections, scenario_training
 from clbench.spec.fields import build, identity_dict, origin_of, to_dict
 from clbench.spec.grid import GridAxis, value_text
 
-__all__ = ["ResolvedApproach", "check_default_grids", "resolve"]
+__all__ = ["ResolvedApproach", "check_default_grids", "refusal", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -56,28 +58,40 @@ def _rebuild_resolved(name: str, reload: str | None, hyperparameters: dict[str, 
                                        source="(worker)"), training)
 
 
-def resolve(spec: BenchmarkSpec, method: str, check_grids: bool = True) -> ResolvedApproach:
+def resolve(spec: BenchmarkSpec, method: str, check_grids: bool = True, refuse: bool = True) -> ResolvedApproach:
     """Validate the spec's section for `method` (its `training` sub-section overrides the protocol).
 
     `method` is a registered name or a plugin's method spec (`file.py:Class`, `package.module:Class`). Every other
     approach section is validated too (names against the registry, keys against each dataclass), so that a typo in
     a section of an approach that is not run, e.g. from `--grid`, is an error as well. So is every default grid
     (`grids:`): each key must be a key of its approach and each value valid for it, refused with the message
-    `--set` gives for that key and value, and no two values may be the same once read (`1000`, `1e3`). A body the
-    approach cannot run on (`Approach.unsupported_networks`, e.g. hat on resnet18) is refused in one line.
+    `--set` gives for that key and value, and no two values may be the same once read (`1000`, `1e3`). With
+    `refuse`, an approach that cannot run the spec (`refusal`: its body, scenario or protocol) is refused in one
+    line; without, its section is resolved all the same (`clbench spec` prints it).
     """
-    cls = lookup(method)
-    problem = cls.network_problem(spec.network)
-    if problem is not None:
-        raise SpecError(f"{origin_of('network.kind', spec.source, spec.origins)}: {problem}")
-    method = cls.name
+    method = lookup(method).name
     check_approach_sections(spec, approach_names())
     for other in spec.approaches:
         if other != method:
-            _build(spec, other, check_protocol=False)  # a protocol that does not suit it refuses only its runs
+            _build(spec, other)  # a body, scenario or protocol that does not suit it refuses only its runs
     if check_grids:
         check_default_grids(spec)
-    return _build(spec, method)
+    resolved = _build(spec, method)
+    refused = _refusal(spec, resolved) if refuse else None
+    if refused is not None:
+        raise SpecError(refused.message(spec.source, spec.origins))
+    return resolved
+
+
+def refusal(spec: BenchmarkSpec, method: str) -> Refusal | None:
+    """Why approach `method` cannot run benchmark `spec` (its body, its scenario, the approach's resolved protocol),
+    or None if it can: what `clbench list` shows and `train` and `tune` refuse with (`resolve`), word for word.
+    SpecError if `method`'s own section is invalid."""
+    return _refusal(spec, _build(spec, lookup(method).name))
+
+
+def _refusal(spec: BenchmarkSpec, resolved: ResolvedApproach) -> Refusal | None:
+    return approach_refusal(resolved.cls, spec.network, spec.data, resolved.training, resolved.hyperparameters)
 
 
 def check_default_grids(spec: BenchmarkSpec) -> None:
@@ -107,7 +121,7 @@ def _check_grid_axis(spec: BenchmarkSpec, method: str, axis: GridAxis) -> None:
         node[path[-1]] = value
         point = replace(spec, approaches={**spec.approaches, method: section},
                         origins={**spec.origins, f"approaches.{method}.{axis.key}": origin})
-        typed = _typed_value(_build(point, method, check_protocol=False), path)
+        typed = _typed_value(_build(point, method), path)
         earlier = next((shown for other, shown in seen if other == typed), None)
         if earlier is not None:
             raise SpecError(f"{where}: `{name}`: {earlier} and {text} are the same value ({typed!r}); give each "
@@ -123,10 +137,11 @@ def _typed_value(resolved: ResolvedApproach, path: list[str]) -> Any:
     return node
 
 
-def _build(spec: BenchmarkSpec, method: str, check_protocol: bool = True) -> ResolvedApproach:
-    """`method`'s section and protocol, validated; with `check_protocol`, SpecError if the approach cannot run
-    under that protocol (`Approach.protocol_problem`): checked for the method resolved, not for the other sections
-    and default grids `resolve` validates (pathnet's section must not refuse `-m sgd` an online protocol)."""
+def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
+    """`method`'s section and protocol, validated (whether the approach can run the spec is `refusal`'s question,
+    asked for the method resolved, not for the other sections and default grids `resolve` validates: pathnet's
+    section must not refuse `-m sgd` an online protocol). The protocol is as it acts in the spec's scenario
+    (`scenario_training`: `class_loss` outside the class scenario reads as its default)."""
     cls = REGISTRY[method]
     section = spec.approach_section(method)
     training_overrides = section.pop("training", None) or {}
@@ -139,7 +154,4 @@ def _build(spec: BenchmarkSpec, method: str, check_protocol: bool = True) -> Res
     merged = {**to_dict(spec.training), **training_overrides}
     training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
                      origins=spec.origins)
-    problem = cls.protocol_problem(training, spec.data, hyperparameters) if check_protocol else None
-    if problem is not None:
-        raise SpecError(f"{spec.source}: approach {method}: {problem}")
-    return ResolvedApproach(cls, hyperparameters, replace(training))
+    return ResolvedApproach(cls, hyperparameters, scenario_training(training, spec.data.scenario))

@@ -71,9 +71,17 @@ def bench(
         out.print(f"[yellow]skipped[/] {name}: {reason}")
     if run.data == "synthetic":
         out.print(f"[yellow]synthetic data[/]: {spec.name}'s data are not all cached, so random images of the "
-                  f"real shapes and sizes were timed (`clbench fetch {command_argument(spec)}` for the real ones)",
+                  f"real shapes and sizes were timed (`clbench fetch {command_argument(spec)}"
+                  f"{_data_dir_option(data_dir)}` for the real ones)",
                   soft_wrap=True)
     out.print(f"stored in {path}")
+
+
+def _data_dir_option(data_dir: Path | None) -> str:
+    """` --data-dir DIR` when the command was given one, so that a printed `clbench fetch` fills that cache."""
+    import shlex
+
+    return f" --data-dir {shlex.quote(str(data_dir))}" if data_dir is not None else ""
 
 
 def _table(run: BenchRun) -> Table:

@@ -23,8 +23,8 @@ EXIT_USAGE = 2
 
 
 def console(stderr: bool = False) -> Console:
-    """A rich console for user-facing output (the library itself only logs)."""
-    return Console(stderr=stderr, highlight=False)
+    """A rich console for user-facing output (the library itself only logs); its `log` lines name no source file."""
+    return Console(stderr=stderr, highlight=False, log_path=False)
 
 
 def handle_errors(function: F) -> F:

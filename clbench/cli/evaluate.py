@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -31,12 +33,15 @@ def evaluate(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     data_dir: Path | None = DataDirOption,
     mirror: str | None = MirrorOption,
+    evaluation: str | None = typer.Option(None, "--evaluation", help="The accuracies shown: task-aware or "
+                                          "task-agnostic (default: the one the scenario's comparison reports, as "
+                                          "`report`: task-agnostic in the class scenario, else task-aware)."),
 ) -> None:
     """Re-evaluate trained runs from their per-task checkpoints; writes evaluation.parquet (test and validation
-    rows) in each run folder and shows the test accuracies."""
+    rows) in each run folder and shows, per stage, the mean test accuracy over the tasks learned so far."""
     from rich.table import Table
 
-    from clbench.results import TEST, check_results_folder, row_split
+    from clbench.results import EVALUATIONS, TEST, check_results_folder, row_split, scenario_evaluation
     from clbench.run.engine import resolve_device
     from clbench.run.evaluate import reevaluate
     from clbench.run.loaders import fetching_loader
@@ -44,26 +49,57 @@ def evaluate(
     from clbench.run.shared_tasks import SharedTasks, data_key, grouped_by_data
     from clbench.spec import load_benchmark
 
+    if evaluation is not None and evaluation not in EVALUATIONS:
+        raise ClbenchError(f"--evaluation {evaluation!r}: use one of {', '.join(EVALUATIONS)}")
     check_results_folder(results)
     methods = load_methods(method)
     spec = load_benchmark(benchmark, overrides)
+    shown = evaluation or scenario_evaluation(spec.data.scenario)
     _check_plugins_named(methods, results, spec.name)
     check_shipped_name(spec, methods)
     plans = plan_runs(spec, methods, parse_seeds(seeds), results, overrides)
     torch_device = resolve_device(device)
     loader = fetching_loader(data_dir or default_data_dir(), mirror)
-    table = Table("run", "stage", "mean accuracy", "per task")
+    table = Table("run", "stage", "mean accuracy", "per task",
+                  title=f"test accuracy A<=t, {shown}: mean over the tasks learned so far")
     shared = SharedTasks()  # the runs on the same data one after another, on one task sequence
     test_rows = {plan.run_dir: [row for row in reevaluate(plan, device=torch_device, loader=loader, shared=shared)
                                 if row_split(row) == TEST]
                  for plan in grouped_by_data(plans, lambda plan: data_key(plan, loader, torch_device))}
     for plan in plans:
-        rows = test_rows[plan.run_dir]
-        for stage in sorted({row["stage"] for row in rows}):
-            accuracies = [row["accuracy"] for row in rows if row["stage"] == stage]
-            table.add_row(plan.run_id, str(stage), f"{100 * sum(accuracies) / len(accuracies):.2f}%",
-                          " ".join(f"{100 * a:.1f}" for a in accuracies))
+        for row in table_rows(plan.run_id, test_rows[plan.run_dir], shown, plan.spec.data.scenario):
+            table.add_row(*row)
     console().print(table)
+
+
+def stage_means(rows: Sequence[dict[str, Any]], evaluation: str,
+                scenario: str | None = None) -> list[tuple[int, float, list[float]]]:
+    """(stage t, A^{<=t}, the accuracies A^{u<=t} of the tasks learned so far u <= t) for every stage t >= 1 of
+    one run's test rows in `evaluation`: the numbers of `train`'s line after each task and of `report --metric
+    accuracy`. A domain-scenario run's one evaluation is stored as task-aware and read under either name."""
+    from clbench.results import EVALUATIONS
+
+    stored = EVALUATIONS[0] if scenario == "domain" else evaluation
+    learned: dict[int, list[tuple[int, float]]] = {}
+    for row in rows:
+        if row["evaluation"] == stored and 1 <= row["task"] <= row["stage"]:
+            learned.setdefault(int(row["stage"]), []).append((int(row["task"]), float(row["accuracy"])))
+    means = []
+    for stage, cells in sorted(learned.items()):
+        accuracies = [accuracy for _, accuracy in sorted(cells)]
+        means.append((stage, sum(accuracies) / len(accuracies), accuracies))
+    return means
+
+
+def table_rows(run_id: str, rows: Sequence[dict[str, Any]], evaluation: str,
+               scenario: str | None = None) -> list[list[str]]:
+    """The printed rows of one run (`stage_means`, in %), or one row saying it has no rows in `evaluation` (an
+    approach that needs the task id stores task-aware rows only)."""
+    means = stage_means(rows, evaluation, scenario)
+    if not means:
+        return [[run_id, "–", "needs the task id", f"no {evaluation} rows: pass --evaluation task-aware"]]
+    return [[run_id, str(stage), f"{100 * mean:.2f}%", " ".join(f"{100 * a:.1f}" for a in accuracies)]
+            for stage, mean, accuracies in means]
 
 
 def _check_plugins_named(methods: list[str], results: Path, benchmark: str) -> None:

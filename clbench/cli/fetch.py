@@ -33,6 +33,7 @@ def fetch(
 ) -> None:
     """Download, verify and convert data sets (once) into the data cache."""
     from clbench.data import sources
+    from clbench.results import check_output_path
 
     data_dir = data_dir or default_data_dir()
     if list_:
@@ -40,7 +41,9 @@ def fetch(
         return
     if not names:
         raise ClbenchError(f"name at least one data set or benchmark; data sets: {', '.join(sources.DATASET_NAMES)}")
-    failed = [name for name, own in fetch_targets(names) if not _fetch_one(name, data_dir, mirror, force, own)]
+    targets = fetch_targets(names)
+    check_output_path(data_dir, "--data-dir", folder=True)
+    failed = [name for name, own in targets if not _fetch_one(name, data_dir, mirror, force, own)]
     if failed:
         raise ClbenchError(f"could not fetch {', '.join(failed)} (see above)")
     _check_tasks(names)

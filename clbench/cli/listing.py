@@ -1,4 +1,4 @@
-"""`clbench list`: benchmarks, approaches and their parameter counts."""
+"""`clbench list`: benchmarks, approaches and their parameter counts (or why a benchmark refuses an approach)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def list_command(
     method: str | None = typer.Option(None, "--method", "-m", help="Also load these plugins (path/to/file.py:Class "
                                                                    "or package.module:Class, comma-separated)."),
 ) -> None:
-    """List benchmarks and approaches, with each approach's parameter count per benchmark."""
+    """List benchmarks and approaches, with each approach's parameter count per benchmark (or why it is refused)."""
     from rich.table import Table
 
     from clbench.approaches import REGISTRY, approach_names
@@ -36,7 +36,10 @@ def list_command(
         approaches.add_row(name, REGISTRY[name].summary, origin_label(name))
     out.print(approaches)
     if parameters:
-        out.print(_parameter_table(specs))
+        table, notes = _parameter_table(specs)
+        out.print(table)
+        for note in notes:
+            out.print(note, soft_wrap=True, markup=False, highlight=False)
 
 
 def _head_sizes(spec: object) -> tuple[int, ...]:
@@ -46,33 +49,63 @@ def _head_sizes(spec: object) -> tuple[int, ...]:
     return head_sizes_for(spec.data, n_classes_lookup(spec))  # type: ignore[arg-type, attr-defined]
 
 
+def refusals(spec: object) -> dict[str, str]:
+    """Each registered approach that the benchmark refuses (its body, scenario or protocol), with the reason in one
+    line: `clbench.approaches.resolution.refusal`, the rule `train` and `tune` refuse with."""
+    from clbench.approaches import approach_names
+    from clbench.approaches.resolution import refusal
+
+    found = {name: refusal(spec, name) for name in approach_names()}  # type: ignore[arg-type]
+    return {name: refused.reason for name, refused in found.items() if refused is not None}
+
+
 def parameter_counts(spec: object) -> dict[str, int]:
     """Parameters of each registered approach's network on a benchmark (all heads/columns included); an approach
-    that cannot run on the benchmark's body (hat on resnet18) is left out."""
+    the benchmark refuses (`refusals`: hat on resnet18, pathnet without a validation split) is left out."""
+    return {name: count for name, count in _counts(spec).items() if isinstance(count, int)}
+
+
+def _counts(spec: object) -> dict[str, int | str]:
+    """Each registered approach's parameter count on a benchmark, or the reason it is refused there (the rule's, or
+    the one its constructor gives with the network built, e.g. a plugin's network in the domain scenario)."""
     import torch
 
-    from clbench.approaches import REGISTRY, ApproachContext, approach_names, resolve
+    from clbench.approaches import ApproachContext, approach_names, resolve
     from clbench.data.tasks import input_shape_for
+    from clbench.errors import SpecError
     from clbench.nets import parameter_count
 
-    counts = {}
+    counts: dict[str, int | str] = dict(refusals(spec))
     for name in approach_names():
-        if REGISTRY[name].network_problem(spec.network) is not None:  # type: ignore[attr-defined]
+        if name in counts:
             continue
-        resolved = resolve(spec, name)  # type: ignore[arg-type]
+        resolved = resolve(spec, name, check_grids=False)  # type: ignore[arg-type]
         context = ApproachContext(spec.network, resolved.training, input_shape_for(spec.data),  # type: ignore[attr-defined]
                                   _head_sizes(spec), torch.device("cpu"), 0)
-        counts[name] = parameter_count(resolved.cls(context, resolved.hyperparameters).network)
+        try:
+            counts[name] = parameter_count(resolved.cls(context, resolved.hyperparameters).network)
+        except SpecError as error:
+            counts[name] = str(error)
     return counts
 
 
-def _parameter_table(specs: list) -> object:
+def _parameter_table(specs: list) -> tuple[object, list[str]]:
+    """The table of parameter counts (approach x benchmark), a refused pair marked `refused (n)`, and the notes
+    under it: `(n) reason`, one per distinct reason."""
     from rich.table import Table
 
     table = Table("approach", *[spec.name for spec in specs], title="Parameters")
-    counts = {spec.name: parameter_counts(spec) for spec in specs}
+    counts = {spec.name: _counts(spec) for spec in specs}
+    reasons = list(dict.fromkeys(cell for per_spec in counts.values() for cell in per_spec.values()
+                                 if isinstance(cell, str)))
     names = dict.fromkeys(name for per_spec in counts.values() for name in per_spec)
     for name in sorted(names):
-        table.add_row(name, *[f"{counts[spec.name][name]:,}" if name in counts[spec.name] else "-"
-                              for spec in specs])
-    return table
+        table.add_row(name, *[_cell(counts[spec.name].get(name), reasons) for spec in specs])
+    return table, [f"({number}) refused: {reason}" for number, reason in enumerate(reasons, 1)]
+
+
+def _cell(count: int | str | None, reasons: list[str]) -> str:
+    """A count (`108,800`), `refused (n)` for the n-th reason under the table, or `-` (not registered)."""
+    if count is None:
+        return "-"
+    return f"refused ({reasons.index(count) + 1})" if isinstance(count, str) else f"{count:,}"

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from clbench.run.engine import RunOutcome
     from clbench.run.plan import RunPlan
 
+LEVELS = {"locked": "WARNING", "failed": "ERROR", "interrupted": "ERROR"}  # an ended run's log level (else INFO)
 STATUS_STYLE = {"done": "green", "skipped": "yellow", "locked": "yellow", "failed": "red", "interrupted": "red"}
 
 
@@ -72,7 +73,7 @@ class RunsOverview:
         else:
             self.progress.advance(self.overall)
         self._update_counts()
-        self.progress.console.log(self._ended_message(outcome))
+        self.log(self._ended_message(outcome), LEVELS.get(outcome.status, "INFO"))
 
     # ------------------------------------------------------------------ engine events of one run
     def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None:
@@ -95,12 +96,19 @@ class RunsOverview:
         line = self.lines.get(plan.run_id)
         if line is not None:
             self.progress.advance(line)
-        mean = 100 * sum(accuracies) / len(accuracies)
-        self.progress.console.log(f"{escape(run_label(plan))}: after task {stage + 1} "
-                                  f"({escape(self._task_name(plan, stage))}) mean test accuracy {mean:.1f}% "
-                                  f"[{' '.join(f'{100 * a:.1f}' for a in accuracies)}]")
+        self.log(f"{escape(run_label(plan))}: after task {stage + 1} "
+                 f"({escape(self._task_name(plan, stage))}) {stage_line(plan, accuracies)}")
 
     # ------------------------------------------------------------------ helpers
+    def log(self, message: str, level: str = "INFO") -> None:
+        """One log line (rich markup): on a terminal, rich's (time column, no source path); elsewhere (a pipe, a
+        file, a cluster's log) a plain `LEVEL message` line, never wrapped, so that each event is one line."""
+        console = self.progress.console
+        if console.is_terminal:
+            console.log(message)
+        else:
+            console.print(f"{level} {message}", soft_wrap=True, highlight=False)
+
     def _task_name(self, plan: RunPlan, stage: int) -> str:
         names = self.task_names.get(plan.run_id, ())
         return names[stage] if stage < len(names) else ""
@@ -134,6 +142,18 @@ class RunsOverview:
             return f"[{style}]running elsewhere[/] {label}: {escape(outcome.error or '')}; skipped here"
         return (f"[{style}]{outcome.status}[/] {label}: {escape(outcome.error or '')} "
                 f"(details in {escape(str(plan.run_dir / 'run.json'))})")
+
+
+def stage_line(plan: RunPlan, accuracies: Sequence[float]) -> str:
+    """`mean test accuracy 93.9% task-aware [98.1 89.7]`: A^{<=t} over the tasks learned so far in the evaluation
+    the run's scenario reports (`shown_evaluation`), as `evaluate` and `report --metric accuracy` show it."""
+    from clbench.run.rows import shown_evaluation
+
+    evaluation = shown_evaluation(plan)
+    if not accuracies:
+        return f"no {evaluation} test accuracy (the approach stores none)"
+    mean = 100 * sum(accuracies) / len(accuracies)
+    return f"mean test accuracy {mean:.1f}% {evaluation} [{' '.join(f'{100 * a:.1f}' for a in accuracies)}]"
 
 
 def final_means(rows: list[dict[str, Any]]) -> dict[str, float]:

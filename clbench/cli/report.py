@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,7 +33,7 @@ class ReportRequest:
     plot: Path | None
     monitoring: bool = False
     paper: bool = False
-    evaluation: str = "task-aware"
+    evaluation: str | None = None  # None: the one the runs' scenarios report (`clbench.results.runs_evaluation`)
     split: str = "test"
     tuning: bool = False
 
@@ -60,9 +62,10 @@ def report(
                                "forgetting-mammoth (Mammoth's forgetting: its max also takes the current stage), "
                                "intransigence, learning-accuracy or fwt. See the README's Report section for each "
                                "definition."),
-    evaluation: str = typer.Option("task-aware", "--evaluation", help="task-aware (the task's own head: the task "
-                                   "id given, the paper's numbers) or task-agnostic (argmax over every class seen "
-                                   "so far, no task id)."),
+    evaluation: str | None = typer.Option(None, "--evaluation", help="task-aware (the task's own head: the task "
+                                          "id given, the paper's numbers) or task-agnostic (argmax over every class "
+                                          "seen so far, no task id). Default: the one the runs' scenario reports "
+                                          "(task-agnostic in the class scenario, else task-aware)."),
     split: str = typer.Option("test", "--split", help="test (each task's test set: the paper's numbers) or "
                               "validation (the split the protocol holds out of each task's training data)."),
     ci: bool = typer.Option(False, "--ci", help="Cells as mean ± half-width of the Student-t 95% confidence "
@@ -92,13 +95,14 @@ def report(
         raise ClbenchError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
     if metric in UNAVAILABLE_METRICS:
         raise ClbenchError(f"--metric {metric}: {UNAVAILABLE_METRICS[metric]}")
-    if evaluation not in ("task-aware", "task-agnostic"):
+    if evaluation is not None and evaluation not in ("task-aware", "task-agnostic"):
         raise ClbenchError(f"--evaluation {evaluation!r}: use task-aware or task-agnostic")
     if split not in ("test", "validation"):
         raise ClbenchError(f"--split {split!r}: use test or validation")
     if paper and split != "test":
         raise ClbenchError("--paper compares test numbers with the paper's: leave out --split validation")
     others = summary or time or hat or monitoring or paper or tuning
+    _check_outputs(html_file, output, plot)
     if html_file is not None:
         given = [name for name, on in (("--table", table is not None), ("--summary", summary), ("--time", time),
                                        ("--hat", hat), ("--monitoring", monitoring), ("--paper", paper),
@@ -113,19 +117,33 @@ def report(
                             split, tuning)
     text, figures = run_report(results, benchmark, request)
     if output is not None:
-        output.write_text(text)
+        from clbench.results import atomic_write_bytes
+
+        atomic_write_bytes(output, text.encode())
     console().print(text, markup=False, highlight=False, soft_wrap=True, end="")
     if figures:
         console(stderr=True).print(f"wrote {len(figures)} figure files to {plot}", markup=False, highlight=False)
 
 
+def _check_outputs(html_file: Path | None, output: Path | None, plot: Path | None) -> None:
+    """Refuse, before any work, an --html or --output that cannot be written as a file, or a --plot folder."""
+    from clbench.results import check_output_path
+
+    for option, path in (("--html", html_file), ("--output", output)):
+        if path is not None:
+            check_output_path(path, option)
+    if plot is not None:
+        check_output_path(plot, "--plot", folder=True)
+
+
 def write_html_report(results: Path, benchmark: str | None, page: Path, metric: str, ci: bool, references: bool,
-                      seeds: str | None, evaluation: str, split: str) -> None:
+                      seeds: str | None, evaluation: str | None, split: str) -> None:
     """`--html FILE`: the page of one benchmark (or of every benchmark in the results), written atomically."""
     from clbench.report.html_page import PageOptions, build_page, write_page
 
-    options = PageOptions(metric, ci, references, tuple(parse_seeds(seeds)) if seeds else None, evaluation, split)
-    write_page(page, build_page(results, _benchmarks(results, benchmark), options))
+    chosen = tuple(parse_seeds(seeds)) if seeds else None
+    options = PageOptions(metric, ci, references, chosen, evaluation, split)
+    write_page(page, build_page(results, _benchmarks(results, benchmark, chosen), options))
     console(stderr=True).print(f"wrote {page}", markup=False, highlight=False)
 
 
@@ -133,11 +151,11 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
     """The text of every table asked for, for one or every benchmark, and the figure files written."""
     from clbench.report.sections import join_csv, join_text
 
-    names = _benchmarks(results, benchmark)
+    names = _benchmarks(results, benchmark, request.seeds)
     sections: list[Section] = []
     figures: list[Path] = []
     for name, spec_argument in names:
-        found, drawn = _benchmark_sections(results, name, request, spec_argument)
+        found, drawn = _benchmark_sections(results, name, request, spec_argument, alone=len(names) == 1)
         sections += found
         figures += drawn
     if request.fmt == "csv":
@@ -145,15 +163,30 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
     return join_text(sections, request.fmt, several_benchmarks=len(names) > 1), figures
 
 
-def _benchmarks(results: Path, benchmark: str | None) -> list[tuple[str, str | None]]:
+def _benchmarks(results: Path, benchmark: str | None,
+                seeds: Sequence[int] | None = None) -> list[tuple[str, str | None]]:
     """(name, spec argument) of the benchmark asked for, or of every benchmark in the results: the spec argument is
-    the spec file the user named it by, or the one its runs were trained from unless that is the shipped spec."""
+    the spec file the user named it by, or the one its runs were trained from unless that is the shipped spec.
+    Every report format asks here first: with nothing to report (no finished run of them at `seeds`), a
+    ClbenchError (exit 2) says why."""
     from clbench.report import benchmarks_in
+    from clbench.report.loading import nothing_to_report
 
     if benchmark:
         name = _benchmark_name(benchmark)
-        return [(name, benchmark if benchmark != name else None)]
-    return [(name, _spec_file_of_runs(results, name)) for name in benchmarks_in(results)]
+        names = [(name, benchmark if benchmark != name else None)]
+    else:
+        names = [(name, _spec_file_of_runs(results, name)) for name in benchmarks_in(results)]
+    reason = nothing_to_report(results, [name for name, _ in names], seeds)
+    if reason is not None:
+        raise ClbenchError(reason)
+    return names
+
+
+def _beside_rows(request: ReportRequest) -> bool:
+    """True when the request asks for something that does not come from the accuracy rows (HAT's masks, a method's
+    monitoring tables, tuned files, training times): a benchmark without rows of `--split` still has that."""
+    return request.hat or request.monitoring or request.tuning or request.time
 
 
 def _benchmark_name(benchmark: str) -> str:
@@ -182,13 +215,18 @@ def _spec_file_of_runs(results: Path, name: str) -> str | None:
     return None
 
 
-def _benchmark_sections(results: Path, name: str, request: ReportRequest,
-                        spec_argument: str | None = None) -> tuple[list[Section], list[Path]]:
+def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_argument: str | None = None,
+                        alone: bool = True) -> tuple[list[Section], list[Path]]:
+    """The sections and figures of one benchmark; `alone`: the only one reported, so a benchmark without rows of
+    `--split` is nothing to report (exit 2) rather than a note beside the others."""
     from clbench import report as tables
-    from clbench.report.sections import monitoring_figures, monitoring_sections
+    from clbench.report.notes import no_split_rows_note
+    from clbench.report.sections import monitoring_figures, monitoring_sections, no_monitoring_sections
 
     loaded = tables.load_results(results, name, request.seeds, spec_argument=spec_argument,
                                  evaluation=request.evaluation, split=request.split)
+    if alone and loaded.frame.empty and request.split != "test" and not loaded.runs.empty and not _beside_rows(request):
+        raise ClbenchError(no_split_rows_note(loaded))
     fmt, ci = request.fmt, request.ci
     sections = []
     main = None
@@ -215,14 +253,15 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest,
         comparison = build_paper_comparison(results, name, results=loaded)
         sections.append((name, "paper", render_comparison(comparison, fmt)))
     if request.tuning:
-        sections.append((name, "tuning", _tuning_text(results, name, request.fmt)))
+        sections.append((name, "tuning", _tuning_text(results, name, request.fmt, spec_argument)))
     figures = _draw(request, main, _other_evaluation(results, name, request, loaded, main))
     if request.plot is not None:
         figures += monitoring_figures(loaded, named, request.plot)
     if request.monitoring:
         others = [reporter for reporter in tables.monitoring_reporters(loaded)
                   if reporter.method not in request.named_monitoring]  # --hat printed HAT's already
-        sections += monitoring_sections(name, loaded, others, fmt)
+        shown = monitoring_sections(name, loaded, others, fmt)
+        sections += shown or ([] if named else no_monitoring_sections(name, loaded, others, fmt))
         figures += monitoring_figures(loaded, others, request.plot) if request.plot is not None else []
     return sections, figures
 
@@ -238,7 +277,7 @@ def _other_evaluation(results: Path, name: str, request: ReportRequest, loaded: 
                                                           results=other)
 
 
-def _tuning_text(results: Path, name: str, fmt: str) -> str:
+def _tuning_text(results: Path, name: str, fmt: str, spec_argument: str | None = None) -> str:
     """`--tuning`: one table per tuned file (each grid point's validation and test score, the chosen point, the
     point test would have chosen) and the notes (`clbench.tuning.tuning_points`); test rows of every seed."""
     from clbench.report import Table, load_results, render_tables
@@ -248,7 +287,8 @@ def _tuning_text(results: Path, name: str, fmt: str) -> str:
     paths = tuned_files(results, name)
     if not paths:
         raise ClbenchError(f"no tuned files in {Path(results, name, '_tuned')}: make them with `clbench tune "
-                           f"{name} -m METHOD --grid KEY=V1,V2,...`")
+                           f"{shlex.quote(spec_argument or name)} -m METHOD --grid KEY=V1,V2,... --results "
+                           f"{shlex.quote(str(results))}`")
     rows = load_results(results, name, split="test").rows
     points, notes = tuning_points(rows, paths)
     if fmt == "csv":

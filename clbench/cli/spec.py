@@ -20,13 +20,18 @@ def spec(
     `clbench spec mnist2 > mine.yaml` starts your own benchmark: edit it, then `clbench train mine.yaml`.
     """
     from clbench.approaches import resolve
+    from clbench.cli.listing import refusals
     from clbench.spec import command_argument, load_benchmark
     from clbench.spec.render import render_spec
 
     loaded = load_benchmark(benchmark, overrides)
-    hyperparameters = {name: resolve(loaded, name).hyperparameters for name in loaded.approaches}
+    hyperparameters = {name: resolve(loaded, name, refuse=False).hyperparameters for name in loaded.approaches}
     command = " ".join(["clbench spec", command_argument(loaded), *(f"--set {shlex.quote(o)}" for o in overrides)])
     header = [f"{command}: the benchmark {loaded.name!r}, resolved, every value written out.",
               "Start your own benchmark from it: save it (`... > mine.yaml`), change `name:` (runs are stored under",
               "it) and any value, then run `clbench train mine.yaml -m hat`.", ""]
+    refused = refusals(loaded)
+    if refused:
+        header += ["Approaches this benchmark refuses (`clbench train` and `tune` refuse them with these words):",
+                   *(f"- {reason}" for reason in refused.values()), ""]
     typer.echo(render_spec(loaded, hyperparameters, header), nl=False)

@@ -72,7 +72,8 @@ def train(
                                  "(W&B offline unless WANDB_MODE is set). Default: none."),
     tuned: list[Path] = typer.Option([], "--tuned", help="A tuned file of `clbench tune` per method of -m, in the "
                                                          "same order (repeatable): its chosen values are applied as "
-                                                         "--set options; every row records its sha256 and seed."),
+                                                         "--set options; every row records its identity (the "
+                                                         "sha256 of its fields) and seed."),
 ) -> None:
     """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
     from clbench.results import check_results_folder
@@ -124,7 +125,7 @@ def plan_tuned(benchmark: str, methods: list[str], references: list[str], seeds:
 
     from clbench.errors import ClbenchError
     from clbench.run.plan import unique_plans
-    from clbench.tuning.tuned_file import file_sha256, read_tuned
+    from clbench.tuning.tuned_file import read_tuned, tuned_sha256
 
     if grid:
         raise ClbenchError("--tuned applies the values a tuned file chose: give no --grid with it (`clbench tune` "
@@ -136,8 +137,9 @@ def plan_tuned(benchmark: str, methods: list[str], references: list[str], seeds:
     plans: list[RunPlan] = []
     for name, path in zip(methods, files):
         base = plan_grid(benchmark, [name], seeds[:1], results, overrides, [])[1][0]
-        choice = read_tuned(path, base.spec.name, base.config_hash, name, overrides)
-        sha256 = file_sha256(path)
+        choice = read_tuned(path, base.spec.name, base.config_hash, name, overrides, argument=benchmark,
+                            results=results)
+        sha256 = tuned_sha256(path)
         chosen = [*overrides, *choice.chosen_overrides]
         method_specs, method_plans = plan_grid(benchmark, [name], seeds, results, chosen, [])
         specs += method_specs

@@ -50,7 +50,9 @@ def tune(
     rule: str = typer.Option("accuracy", "--select", "--rule", help="How points are scored on validation: "
                                                                     "accuracy or forgetting-ratio (trains the "
                                                                     "references joint and random too)."),
-    evaluation: str = typer.Option("task-aware", "--evaluation", help="task-aware or task-agnostic rows."),
+    evaluation: str | None = typer.Option(None, "--evaluation", help="task-aware or task-agnostic rows (default: "
+                                          "the one the scenario's comparison reports: task-agnostic in the class "
+                                          "scenario, else task-aware)."),
     results: Path = ResultsOption,
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Runs at once, over this many worker processes."),
@@ -60,13 +62,14 @@ def tune(
                                                          "runs themselves are reused, never trained again)."),
 ) -> None:
     """Tune approaches on validation data: train a grid on one seed, choose per method, write a tuned file."""
-    from clbench.results import EVALUATIONS, check_results_folder
+    from clbench.results import EVALUATIONS, check_output_path, check_results_folder
     from clbench.run.execution import Execution, check_execution
     from clbench.run.plan import unique_plans
     from clbench.tuning.scoring import TuningError, tuning_rule
+    from clbench.tuning.tuned_file import tuned_path
 
     chosen_rule = tuning_rule(rule)
-    if evaluation not in EVALUATIONS:
+    if evaluation is not None and evaluation not in EVALUATIONS:
         raise TuningError(f"--evaluation {evaluation!r}: use one of {', '.join(EVALUATIONS)}")
     check_results_folder(results)
     methods = load_methods(method)
@@ -81,6 +84,8 @@ def tune(
             specs_plans = _reference_plans(benchmark, chosen_rule.name, seed, results, overrides, method_grid)
             specs += specs_plans[0]
             plans += specs_plans[1]
+    for base in bases.values():
+        check_output_path(tuned_path(results, base.spec.name, base.method, base.config_hash), "tuned file")
     plans = unique_plans(plans)
     execution = check_execution(Execution("local", jobs, device, (), None, 1.0, False))
     outcomes = execute_plans(specs, plans, execution, data_dir, mirror)
@@ -145,25 +150,31 @@ def _rows(plans: list[RunPlan]):  # type: ignore[no-untyped-def]
     return pd.concat([pd.read_parquet(plan.run_dir / ACCURACY_FILE) for plan in plans], ignore_index=True)
 
 
-def _choose_and_write(rows, benchmark: str, base: RunPlan, grid: list[str], rule: str, evaluation: str,  # type: ignore[no-untyped-def]
-                      seed: int, overrides: list[str], results: Path, force: bool) -> None:
-    """Choose `base.method`'s point, print its table, write (or keep) its tuned file."""
-    from clbench.tuning.tuned_file import choose, tuned_path
+def _choose_and_write(rows, benchmark: str, base: RunPlan, grid: list[str], rule: str,  # type: ignore[no-untyped-def]
+                      evaluation: str | None, seed: int, overrides: list[str], results: Path, force: bool) -> None:
+    """Choose `base.method`'s point in `evaluation` (None: the scenario's, `tuning_evaluation`), print its table and
+    notes (the evaluation, a chosen value at an end of its grid), write (or keep) its tuned file."""
+    from clbench.tuning.scoring import tuning_evaluation
+    from clbench.tuning.tuned_file import choose, grid_end_notes, tuned_path
 
-    choice = choose(rows, base.spec.name, base.method, base.config_hash, grid, rule, evaluation, seed, overrides)
+    scored, notes = tuning_evaluation(rows, base.method, base.spec.data.scenario, evaluation)
+    choice = choose(rows, base.spec.name, base.method, base.config_hash, grid, rule, scored, seed, overrides)
     _print_choice(choice)
-    path = tuned_path(results, base.spec.name, base.method, base.config_hash)
-    written = _write(path, choice, force)
     out = console()
+    for note in notes + grid_end_notes(choice):
+        out.print(f"note: {note}", soft_wrap=True, markup=False)
+    path = tuned_path(results, base.spec.name, base.method, base.config_hash)
+    written = _write(path, choice, force, benchmark, results)
     out.print(f"tuned file {'written' if written else 'unchanged (the same choice)'}: {path}", soft_wrap=True)
     sets = "".join(f" --set {shlex.quote(text)}" for text in overrides)
     out.print(f"apply it with `clbench train {shlex.quote(benchmark)} -m {shlex.quote(base.method)}{sets} --seeds "
-              f"0-9 --tuned {shlex.quote(str(path))}`", soft_wrap=True)
+              f"0-9 --tuned {shlex.quote(str(path))} --results {shlex.quote(str(results))}`", soft_wrap=True)
 
 
-def _write(path: Path, choice: TunedChoice, force: bool) -> bool:
+def _write(path: Path, choice: TunedChoice, force: bool, benchmark: str, results: Path) -> bool:
     """Write the tuned file; False (kept) if it already holds this choice; TuningError if it holds another one
-    (or cannot be read) and `force` is not given."""
+    (or cannot be read) and `force` is not given. `benchmark` (as the user named it) and `results` go into the
+    commands it prints."""
     import dataclasses
 
     from clbench.tuning.scoring import TuningError
@@ -171,7 +182,8 @@ def _write(path: Path, choice: TunedChoice, force: bool) -> bool:
 
     if path.exists():
         try:
-            existing = read_tuned(path, choice.benchmark, choice.config_hash, choice.method)
+            existing = read_tuned(path, choice.benchmark, choice.config_hash, choice.method, argument=benchmark,
+                                  results=results)
         except TuningError as error:
             if not force:
                 raise TuningError(f"{error}; or replace it with this choice with --force") from None
@@ -182,7 +194,7 @@ def _write(path: Path, choice: TunedChoice, force: bool) -> bool:
                 raise TuningError(f"{path} holds another choice (grid {' '.join(existing.grid)}, rule "
                                   f"{existing.rule}, seed {existing.tuning_seed}, {existing.evaluation}); replace it "
                                   f"with --force")
-    write_tuned(path, choice, overwrite=force)
+    write_tuned(path, choice, overwrite=force, benchmark=benchmark)
     return True
 
 

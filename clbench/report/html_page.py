@@ -75,7 +75,8 @@ def write_page(path: Path, text: str) -> None:
 
 def _meta(results_dir: Path, options: PageOptions) -> str:
     seeds = format_seeds(options.seeds) if options.seeds is not None else "all"
-    facts = [("results", str(results_dir)), ("metric", options.metric), ("evaluation", options.evaluation),
+    evaluation = options.evaluation or "the runs' scenario's (named in each section)"
+    facts = [("results", str(results_dir)), ("metric", options.metric), ("evaluation", evaluation),
              ("split", options.split), ("seeds", seeds), ("cells", "mean ± 95% CI half-width" if options.ci
                                                          else "mean (std) over seeds"),
              ("references as rows", "yes" if options.references else "no"),

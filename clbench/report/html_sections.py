@@ -37,7 +37,7 @@ class PageOptions:
     ci: bool = False
     references: bool = False
     seeds: tuple[int, ...] | None = None
-    evaluation: str = "task-aware"
+    evaluation: str | None = "task-aware"  # None: the one the runs' scenarios report (`load_results`)
     split: str = "test"
 
 

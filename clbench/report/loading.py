@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shlex
 from collections.abc import Sequence
@@ -17,6 +16,8 @@ import pandas as pd
 
 from clbench import metrics
 from clbench.errors import ResultsError
+from clbench.report.formatting import format_seeds
+from clbench.report.labels import method_labels
 from clbench.results import (
     ACCURACY_FILE,
     CLASS_LOSS_DEFAULT,
@@ -29,6 +30,7 @@ from clbench.results import (
     check_schema,
     parse_run_file,
     read_run_file,
+    runs_evaluation,
     select_split,
 )
 
@@ -55,7 +57,7 @@ READ_COLUMNS = (
     ("stage_train_seconds", "double"), ("device", "string"), ("scenario", "string"),
     ("class_loss", "string"), ("evaluation", "string"),
     ("memory_samples", "double"), ("memory_bytes", "double"), ("split", "string"), ("tuned_sha256", "string"),
-    ("tuned_seed", "double"),
+    ("tuned_seed", "double"), ("n_test", "double"),
 )
 
 
@@ -78,7 +80,7 @@ class Results:
             its identity columns plus `folder` (its run folder) and `label` (the row label of its approach and
             config in every table).
         matrices: the T x T accuracy matrix of every finished run, by run id.
-        incomplete: run.json contents (run_id, status, error, method, seed) of runs without accuracy file.
+        incomplete: run.json contents (run_id, status, error, method, seed, overrides) of runs without accuracy file.
         run_files: every readable run.json, by run folder (`run_file` reads them by run id).
         damaged: (run folder, what is damaged) of the runs left out because a file cannot be read: an accuracy
             file that is truncated, empty or without rows, a run.json that is not a JSON object.
@@ -105,17 +107,26 @@ class Results:
     evaluation: str = TASK_AWARE
     split: str = TEST
     full_matrices: dict[str, tuple[np.ndarray, np.ndarray]] | None = None  # `full_matrix`'s, built on first use
+    sizes: dict[str, dict[int, float]] | None = None  # `test_sizes`' samples per run and task, built on first use
 
     def unmeasured(self, run_id: str) -> str | None:
         """Why a finished run has no rows of the chosen split and evaluation, in a table cell's words; None if it has
         them."""
         if run_id in self.matrices:
             return None
+        if self.split != TEST and self.holds_out_no_validation(run_id):
+            return "not measured (its protocol holds out no validation split: data.validation_fraction 0)"
         if self.split != TEST and int(self.info[run_id]["schema_version"]) < 3:
             return f"not measured (stored before {self.split} rows: re-run with --force)"
         if int(self.info[run_id]["schema_version"]) < 2:
             return "not measured (stored before task-agnostic evaluation: re-run with --force)"
         return "needs the task id"
+
+    def holds_out_no_validation(self, run_id: str) -> bool:
+        """Whether a run's protocol held no validation split out of its training data (its run.json's
+        data.validation_fraction is 0, as in an online protocol), so that it has no validation rows at all."""
+        config = (self.run_file(run_id) or {}).get("config") or {}
+        return (config.get("data") or {}).get("validation_fraction") == 0
 
     def full_matrix(self, run_id: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(T x T matrix with the tasks not learned yet, length-T accuracies at initialisation) of a run in the
@@ -138,6 +149,16 @@ class Results:
             if not np.isnan(cube[0]).any():
                 found[str(run_id)] = (cube[1:], cube[0])
         return found
+
+    def test_sizes(self, run_id: str, size: int) -> np.ndarray:
+        """The number of samples each of a run's first `size` tasks was evaluated on in the chosen split (length
+        `size`; NaN where not stored: results written before `n_test`)."""
+        if self.sizes is None:
+            counts = self.frame.groupby(["run_id", "task"], sort=False)["n_test"].first()
+            self.sizes = {str(run): dict(zip(own.index.get_level_values("task"), own.to_numpy(float)))
+                          for run, own in counts.groupby(level="run_id", sort=False)}
+        own = self.sizes.get(run_id, {})
+        return np.array([own.get(task, np.nan) for task in range(1, size + 1)], dtype=float)
 
     def run_file(self, run_id: str) -> dict[str, Any] | None:
         """The run.json of a finished run (read once by `load_results`), or None if it has none or it is damaged."""
@@ -265,14 +286,16 @@ def _pandas_dtype(kind: str) -> str:
 
 
 def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None = None,
-                 spec_argument: str | None = None, evaluation: str = TASK_AWARE, split: str = TEST) -> Results:
+                 spec_argument: str | None = None, evaluation: str | None = TASK_AWARE,
+                 split: str = TEST) -> Results:
     """Every run of one benchmark under `results_dir` (optionally only `seeds`), schema-checked; the rows
     (`Results.rows`) are those of `split` (test, or validation), the metrics' rows (`Results.frame`, `matrices`)
-    those of `split` and `evaluation` (task-aware or task-agnostic).
+    those of `split` and `evaluation` (task-aware or task-agnostic; None: the one the runs' scenarios report,
+    `clbench.results.runs_evaluation`, which refuses runs of scenarios that disagree).
 
     `spec_argument`: the spec file the user named the benchmark by, if any (see `Results.spec_argument`).
     """
-    if evaluation not in EVALUATIONS:
+    if evaluation is not None and evaluation not in EVALUATIONS:
         raise ResultsError(f"--evaluation {evaluation!r}: use one of {', '.join(EVALUATIONS)}")
     if split not in SPLITS:
         raise ResultsError(f"--split {split!r}: use one of {', '.join(SPLITS)}")
@@ -288,7 +311,6 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     frame["scenario"] = frame["scenario"].fillna("task")
     frame["class_loss"] = frame["class_loss"].fillna(CLASS_LOSS_DEFAULT)  # written before the column: `seen`
     frame["split"] = frame["split"].fillna(TEST)  # schema 1 and 2: test rows only
-    frame.loc[frame["scenario"] == DOMAIN, "evaluation"] = evaluation  # one evaluation, both names (`DOMAIN`)
     incomplete = [_incomplete_run(run_files[str(folder)]) for folder, files in folders.items()
                   if ACCURACY_FILE not in files and str(folder) in run_files]
     present = tuple(sorted({int(seed) for seed in frame["seed"].unique()}
@@ -297,12 +319,15 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
         frame = frame[frame["seed"].isin(list(seeds))].reset_index(drop=True)
         incomplete = [run for run in incomplete if run.get("seed") in set(seeds)]
         damaged = {folder: problem for folder, problem in damaged.items() if _folder_seed(folder) in set(seeds)}
+    if evaluation is None:
+        evaluation = runs_evaluation(frame["scenario"].unique(), str(root / benchmark))
+    frame.loc[frame["scenario"] == DOMAIN, "evaluation"] = evaluation  # one evaluation, both names (`DOMAIN`)
     first_rows = np.unique(pd.factorize(frame["run_id"])[0], return_index=True)[1]
     runs = frame.iloc[np.sort(first_rows)][["run_id", *IDENTITY]].set_index("run_id", drop=False)
     runs = runs.sort_index()
-    labels = method_labels(runs)
-    runs["label"] = [labels[(method, config)] for method, config in zip(runs["method"], runs["config_hash"])]
     runs["folder"] = [str(root / benchmark / run_id.split("/", 1)[-1]) for run_id in runs.index]
+    labels = method_labels(runs, _stored_configs(runs, run_files))
+    runs["label"] = [labels[(method, config)] for method, config in zip(runs["method"], runs["config_hash"])]
     files = {run_id: folders.get(Path(folder), set()) for run_id, folder in zip(runs.index, runs["folder"])}
     info = runs.to_dict("index")
     frame = select_split(frame, split).reset_index(drop=True)
@@ -310,6 +335,17 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     return Results(root, benchmark, chosen, runs, metrics.accuracy_matrices(chosen), incomplete, files, info,
                    spec_argument, None if seeds is None else tuple(seeds), present, run_files, sorted(damaged.items()),
                    frame, evaluation, split)
+
+
+def _stored_configs(runs: pd.DataFrame, run_files: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The resolved config of each config hash, from the first of its runs whose run.json has one (`method_labels`
+    reads what a `--set` key that a config does not set is there)."""
+    found: dict[str, dict[str, Any]] = {}
+    for config_hash, folder in zip(runs["config_hash"], runs["folder"]):
+        config = run_files.get(folder, {}).get("config")
+        if config_hash not in found and isinstance(config, dict):
+            found[config_hash] = config
+    return found
 
 
 def _learned_rows(rows: pd.DataFrame, evaluation: str) -> pd.DataFrame:
@@ -327,15 +363,19 @@ def with_evaluation(results: Results, evaluation: str) -> Results:
     rows.loc[rows["scenario"] == DOMAIN, "evaluation"] = evaluation  # one evaluation, both names (`DOMAIN`)
     chosen = _learned_rows(rows, evaluation)
     return dataclasses.replace(results, frame=chosen, matrices=metrics.accuracy_matrices(chosen), rows=rows,
-                               evaluation=evaluation, full_matrices=None)
+                               evaluation=evaluation, full_matrices=None, sizes=None)
 
 
 def other_evaluation(results: Results) -> Results | None:
     """The same runs in the evaluation not chosen, when their rows have both (the curves' dashed lines); else
-    None."""
+    None. A domain run has one evaluation (`DOMAIN`), shown once: it has no rows here, so no second curve."""
     if results.rows is None or not set(EVALUATIONS) <= set(results.rows["evaluation"].unique()):
         return None
-    return with_evaluation(results, next(name for name in EVALUATIONS if name != results.evaluation))
+    other = with_evaluation(results, next(name for name in EVALUATIONS if name != results.evaluation))
+    assert other.rows is not None
+    rows = other.rows[other.rows["scenario"] != DOMAIN]
+    chosen = _learned_rows(rows, other.evaluation)
+    return dataclasses.replace(other, frame=chosen, matrices=metrics.accuracy_matrices(chosen), rows=rows)
 
 
 def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> None:
@@ -365,6 +405,54 @@ def read_run_files(folders: Sequence[Path]) -> tuple[dict[str, dict[str, Any]], 
     return parsed, damaged
 
 
+def nothing_to_report(results_dir: Path, benchmarks: Sequence[str], seeds: Sequence[int] | None = None) -> str | None:
+    """Why a report of `benchmarks` (at `seeds`, or every seed) would be empty, in one line that says what to do, or
+    None when one of them has a finished run (a run folder with an accuracy file) to report. Reads folder names
+    only: `clbench report` refuses an empty report before loading anything."""
+    root = _results_root(results_dir)
+    reasons = [_nothing_of(root, name, seeds) for name in benchmarks]
+    if not reasons or any(reason is None for reason in reasons):
+        return None
+    if len(reasons) == 1:
+        return reasons[0]
+    chosen = f" with --seeds {format_seeds(seeds)}" if seeds is not None else ""
+    return (f"no benchmark in {root} ({', '.join(benchmarks)}) has a finished run{chosen}; train one with "
+            f"`clbench train BENCHMARK -m METHOD --results {root}`")
+
+
+def _nothing_of(root: Path, benchmark: str, seeds: Sequence[int] | None) -> str | None:
+    """`nothing_to_report` of one benchmark."""
+    folders = run_folders(root, benchmark)
+    train = f"`clbench train {shlex.quote(benchmark)} -m METHOD --seeds {format_seeds(seeds or [0])} --results {root}`"
+    if not folders:
+        names = [path.name for path in _subfolders(root)]
+        there = f"benchmarks there: {', '.join(names)}" if names else "it holds no benchmark"
+        if not _trainable(benchmark):
+            return (f"no runs of {benchmark} in {root} ({there}), and no benchmark is named {benchmark}: "
+                    f"`clbench list` shows the shipped ones")
+        return f"no runs of {benchmark} in {root} ({there}); train them with {train}"
+    chosen = [folder for folder in folders if seeds is None or _folder_seed(folder) in set(seeds)]
+    if any(ACCURACY_FILE in folders[folder] for folder in chosen):
+        return None
+    if seeds is not None and not chosen:
+        present = sorted({seed for folder in folders if (seed := _folder_seed(folder)) is not None})
+        return (f"no run of {benchmark} has --seeds {format_seeds(seeds)} in {root} (seeds there: "
+                f"{format_seeds(present) or 'none'}); train them with {train}")
+    at = f" with --seeds {format_seeds(seeds)}" if seeds is not None else ""
+    methods = ",".join(sorted({folder.parent.parent.name for folder in chosen}))
+    again = (f"`clbench train {shlex.quote(benchmark)} -m {shlex.quote(methods)} --seeds "
+             f"{format_seeds(_folder_seed(folder) or 0 for folder in chosen)} --results {root}`")
+    return (f"no finished run of {benchmark}{at} in {root}: {len(chosen)} started and did not finish; {again} "
+            f"(with the same --set options) resumes them")
+
+
+def _trainable(benchmark: str) -> bool:
+    """True when `clbench train BENCHMARK` can find the benchmark: a shipped spec, or a spec file that exists."""
+    from clbench.spec import benchmark_names
+
+    return benchmark in benchmark_names() or Path(benchmark).is_file() or Path(f"{benchmark}.yaml").is_file()
+
+
 def _folder_seed(folder: Path) -> int | None:
     """The seed of a run folder `.../seed-<seed>`."""
     text = folder.name.removeprefix("seed-")
@@ -372,62 +460,4 @@ def _folder_seed(folder: Path) -> int | None:
 
 
 def _incomplete_run(info: dict[str, Any]) -> dict[str, Any]:
-    return {key: info.get(key) for key in ("run_id", "status", "error", "method", "seed")}
-
-
-def method_labels(frame: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """A label per (method, config hash): the method, plus what differs between that method's configs.
-
-    What differs is taken from the hyper-parameters, then (while two configs still read the same) the
-    scenario and variant, then the class scenario's `training.class_loss`, then the command's `--set` options; a
-    config that none of these tells apart is labelled by its config hash.
-    """
-    labels: dict[tuple[str, str], str] = {}
-    configs = frame.drop_duplicates(["method", "config_hash"])
-    for method, group in configs.groupby("method", sort=True):
-        if len(group) == 1:
-            labels[(method, group["config_hash"].iloc[0])] = method
-            continue
-        described = {row.config_hash: _config_description(row) for row in group.itertuples()}
-        details = _differing(described)
-        texts = {config: ", ".join(f"{key}={value}" for key, value in detail) for config, detail in details.items()}
-        for config, text in texts.items():
-            unique = text and list(texts.values()).count(text) == 1
-            labels[(method, config)] = f"{method} ({text if unique else f'config {config}'})"
-    return labels
-
-
-def _config_description(row: Any) -> list[dict[str, Any]]:
-    """(hyper-parameters, scenario and variant, class-scenario loss, overrides) of a config as dicts, in the order
-    labels look at them."""
-    hyperparameters = json.loads(row.hyperparameters) if isinstance(row.hyperparameters, str) else {}
-    variant = getattr(row, "variant", None)
-    scenario = getattr(row, "scenario", None)
-    overrides_text = getattr(row, "overrides", None)
-    overrides = json.loads(overrides_text) if isinstance(overrides_text, str) else []
-    settings = dict(item.split("=", 1) for item in overrides if "=" in item)
-    identity = {"scenario": scenario} if isinstance(scenario, str) else {}
-    identity |= {"variant": variant} if isinstance(variant, str) else {}
-    class_loss = getattr(row, "class_loss", None)  # told apart after the scenario: a task run has none
-    loss = {"class_loss": class_loss} if scenario == "class" and isinstance(class_loss, str) else {}
-    return [hyperparameters, identity, loss, settings]
-
-
-# Keys a config has only where they mean something (`class_loss`: class-scenario runs), compared and named only among
-# the configs that have them.
-WHERE_PRESENT = ("class_loss",)
-
-
-def _differing(described: dict[str, list[dict[str, Any]]]) -> dict[str, list[tuple[str, Any]]]:
-    """Per config, the (key, value) pairs that differ between configs, source after source until all differ."""
-    details: dict[str, list[tuple[str, Any]]] = {config: [] for config in described}
-    for source in range(len(next(iter(described.values())))):
-        parts = {config: description[source] for config, description in described.items()}
-        keys = {key for part in parts.values() for key in part}
-        differing = sorted(k for k in keys if len({json.dumps(p.get(k), default=str) for p in parts.values()
-                                                   if k in p or k not in WHERE_PRESENT}) > 1)
-        for config, part in parts.items():
-            details[config] += [(key, part.get(key)) for key in differing if key in part or key not in WHERE_PRESENT]
-        if len({json.dumps(detail, default=str) for detail in details.values()}) == len(details):
-            break
-    return details
+    return {key: info.get(key) for key in ("run_id", "status", "error", "method", "seed", "overrides")}

@@ -3,10 +3,12 @@ were left out and why (incomplete, damaged, missing seeds), with the command tha
 
 from __future__ import annotations
 
+import shlex
+
 from clbench import metrics
 from clbench.report.formatting import format_seeds
 from clbench.report.loading import DOMAIN, REFERENCES, Results
-from clbench.results import TEST
+from clbench.results import EVALUATIONS, TEST, scenario_evaluation
 
 
 def scenario_notes(results: Results) -> list[str]:
@@ -17,6 +19,24 @@ def scenario_notes(results: Results) -> list[str]:
     which = "every run" if len(domain) == len(results.info) else f"{len(domain)} of {len(results.info)} runs"
     return [f"scenario domain ({which}): one head shared by every task and no task id, so task-aware and "
             f"task-agnostic accuracy are one number, stored once and shown under either --evaluation"]
+
+
+def evaluation_notes(results: Results, named: bool = False) -> list[str]:
+    """A note when the evaluation shown is not the one some runs' scenario reports (`--evaluation` chose it: class-
+    scenario runs under task-aware, task-scenario runs under task-agnostic), naming those runs' own; with `named`,
+    also one naming a task-agnostic evaluation (for tables that do not name it otherwise)."""
+    shown = results.evaluation
+    notes = [f"evaluation: {shown} (argmax over every class seen so far, no task id)"] if named and \
+        shown != EVALUATIONS[0] else []
+    scenarios = [run.get("scenario") or "task" for run in results.info.values()]
+    for scenario in sorted(set(scenarios) - {DOMAIN}):
+        own = scenario_evaluation(scenario)
+        if own != shown:
+            count = scenarios.count(scenario)
+            which = "every run" if count == len(scenarios) else f"{count} of {len(scenarios)} runs"
+            notes.append(f"evaluation {shown} (--evaluation) for {scenario}-scenario runs ({which}), whose comparison "
+                         f"reports {own}: leave out --evaluation for their own")
+    return notes
 
 
 def class_loss_notes(results: Results) -> list[str]:
@@ -48,15 +68,42 @@ def split_notes(results: Results) -> list[str]:
             f"not the test set)"]
 
 
+def no_split_rows_note(results: Results) -> str:
+    """Why no finished run has rows of the chosen split (`--split validation`): their protocol holds out no
+    validation split (nothing a re-run changes), or they were stored before validation rows (re-run with --force)."""
+    run_ids = list(results.info)
+    none_held = [run_id for run_id in run_ids if results.holds_out_no_validation(run_id)]
+    start = f"no finished run of {results.benchmark} has {results.split} rows"
+    if len(none_held) == len(run_ids):
+        return (f"{start}: its protocol holds out no validation split (data.validation_fraction is 0: every training "
+                f"sample is trained on), so a re-run has none either; report the test split (leave out --split "
+                f"validation), or train with --set data.validation_fraction=0.1 for validation numbers")
+    old = "stored before results schema 3 (test rows only): re-run them with --force"
+    if none_held:
+        return (f"{start}: {len(none_held)} of {len(run_ids)} runs hold out no validation split "
+                f"(data.validation_fraction is 0), the others were {old}")
+    return f"{start}: they were {old}"
+
+
 def incomplete_notes(results: Results) -> list[str]:
     """A note naming the seeds `--seeds` asked for that no run has, and one per run that started but has no
     accuracy file, with the command that re-runs it."""
     notes = seed_filter_notes(results)
     for run in results.incomplete:
         reason = f" ({run['error']})" if run.get("error") else ""
-        notes.append(f"left out {run['run_id']}: {run['status']}{reason}; re-run `clbench train "
-                     f"{results.command_name} -m {run['method']} --seeds {run['seed']}` (with the same --set options)")
+        notes.append(f"left out {run['run_id']}: {run['status']}{reason}; re-run "
+                     f"{rerun_command(results, run['method'], run['seed'], run.get('overrides'))}")
     return notes + damaged_notes(results)
+
+
+def rerun_command(results: Results, method: str, seed: object, overrides: object) -> str:
+    """`clbench train` for one run, into the same results folder, in backticks: with the run's `--set` options
+    (`overrides`, from its run.json), or followed by a reminder to add them when they are unknown (None)."""
+    listed = overrides if isinstance(overrides, list) else None
+    sets = "".join(f" --set {shlex.quote(str(text))}" for text in listed or [])
+    command = (f"clbench train {results.command_name} -m {shlex.quote(method)} --seeds {seed}{sets} --results "
+               f"{shlex.quote(str(results.results_dir))}")
+    return f"`{command}`" if listed is not None else f"`{command}` (with the same --set options)"
 
 
 def damaged_notes(results: Results) -> list[str]:
@@ -65,9 +112,10 @@ def damaged_notes(results: Results) -> list[str]:
     notes = []
     for folder, problem in results.damaged:
         method, seed = folder.parent.parent.name, folder.name.removeprefix("seed-")
+        overrides = results.run_files.get(str(folder), {}).get("overrides")
         notes.append(f"left out {results.benchmark}/{method}/{folder.parent.name}/{folder.name}: {problem}; "
-                     f"`clbench train {results.command_name} -m {method} --seeds {seed}` (with the same --set "
-                     f"options) re-runs it from its last readable checkpoint")
+                     f"{rerun_command(results, method, seed, overrides)} re-runs it from its last readable "
+                     f"checkpoint")
     return notes
 
 

@@ -184,7 +184,22 @@ def compare(benchmark: str, ours: Sequence[OurRow], paper: PaperResults) -> Comp
         comparison.rows += [compare_cell(row, cell) for cell in matching]
     comparison.notes += _unmatched_notes(cells, {row.paper for row in comparison.rows})
     comparison.notes = _reproduction_notes(comparison.rows) + comparison.notes
+    if not comparison.rows:
+        comparison.notes.insert(0, _nothing_compared_note(comparison, cells, ours))
     return comparison
+
+
+def _nothing_compared_note(comparison: Comparison, cells: Sequence[PaperRow], ours: Sequence[OurRow]) -> str:
+    """Why no row of ours is beside the paper's: none has a number in the paper's metric, or none is of an approach
+    (and variant) of the paper's table."""
+    tables = ", ".join(comparison.tables)
+    if not ours:
+        return (f"nothing to compare with the paper ({tables}): no approach of {comparison.benchmark} has a number "
+                f"in its metric ({comparison.metric}) here (see the notes below)")
+    theirs = sorted({f"{cell.clbench_method}" + (f" ({cell.variant})" if cell.variant else "")
+                     for cell in cells if cell.clbench_method is not None})
+    here = ", ".join(row.label for row in ours)
+    return f"nothing to compare with the paper ({tables}): no approach here ({here}) is one of its {', '.join(theirs)}"
 
 
 def compare_cell(row: OurRow, cell: PaperRow) -> ComparisonRow:

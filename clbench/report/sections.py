@@ -8,6 +8,7 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
+from clbench.report.formatting import Table
 from clbench.report.loading import Results
 from clbench.report.monitoring import MonitoringReporter
 from clbench.report.render import render_tables
@@ -28,6 +29,23 @@ def monitoring_sections(benchmark: str, results: Results, reporters: Sequence[Mo
     """One section per reporter with text, its kind the reporter's method name."""
     texts = [(reporter.method, monitoring_text(reporter, results, fmt)) for reporter in reporters]
     return [(benchmark, method, text) for method, text in texts if text]
+
+
+def no_monitoring_sections(benchmark: str, results: Results, reporters: Sequence[MonitoringReporter],
+                           fmt: str) -> list[Section]:
+    """`--monitoring` when no approach has a table to show: one section saying so and why (which approaches declare
+    no monitoring report, which stored no tables); none in csv, which carries no notes."""
+    if fmt == "csv":
+        return []
+    methods = sorted({str(run["method"]) for run in results.info.values()})
+    with_reporter = sorted(reporter.method for reporter in reporters)
+    without = [method for method in methods if method not in with_reporter]
+    why = [f"{', '.join(with_reporter)} stored none in {'its' if len(with_reporter) == 1 else 'their'} runs"] \
+        if with_reporter else []
+    why += [f"{', '.join(without)} {'declares' if len(without) == 1 else 'declare'} no monitoring report"] \
+        if without else []
+    note = f"no monitoring tables for {benchmark}: {'; '.join(why) or 'it has no finished runs'}"
+    return [(benchmark, "monitoring", render_tables([Table([], [], notes=[note])], fmt))]
 
 
 def monitoring_figures(results: Results, reporters: Sequence[MonitoringReporter], folder: Path) -> list[Path]:

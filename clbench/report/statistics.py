@@ -9,17 +9,13 @@ import math
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from clbench import metrics
 from clbench.errors import ResultsError
-from clbench.report.loading import REFERENCES, Results
-
-if TYPE_CHECKING:
-    pass
-
+from clbench.report.loading import DOMAIN, REFERENCES, TASK_AGNOSTIC, Results
 
 METRICS = ("forgetting-ratio", "accuracy", "bwt", "forgetting", "forgetting-mammoth", "intransigence",
            "learning-accuracy", "fwt")
@@ -200,7 +196,39 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
     joint = matched["joint"][0][:size, :size]
     if metric == "intransigence":
         return metrics.intransigence(matrix, joint)
-    return metrics.forgetting_ratio(matrix, joint, metrics.random_reference(matched["random"][0][:size, :size]))
+    return _forgetting_ratio(notes, run_id, results, matrix, joint, matched["random"][0][:size, :size])
+
+
+def chance_per_stage(results: Results, run_id: str) -> bool:
+    """True when the run's random reference is taken per stage (A_R^{u<=t}): the task-agnostic evaluation, where
+    the chance level falls as classes are added; False for the paper's A_R^u (task-aware, and the domain scenario,
+    whose one head guesses among the same classes at every stage). See `clbench.metrics.random_reference`."""
+    return results.evaluation == TASK_AGNOSTIC and results.info[run_id]["scenario"] != DOMAIN
+
+
+def _forgetting_ratio(notes: list[str], run_id: str, results: Results, matrix: np.ndarray, joint: np.ndarray,
+                      random_matrix: np.ndarray) -> np.ndarray:
+    """rho^{<=t} of a run against its matched references, NaN at the stages where it is undefined (with a note)."""
+    random = metrics.random_reference(random_matrix, per_stage=chance_per_stage(results, run_id))
+    margin = metrics.reference_gap_margin(joint, random, results.test_sizes(run_id, matrix.shape[0]))
+    undefined = metrics.undefined_ratio_cells(joint, random, margin)
+    if undefined.any():
+        notes.append(undefined_ratio_note(run_id, joint, random, margin, undefined))
+    return metrics.forgetting_ratio(matrix, joint, random, margin)
+
+
+def undefined_ratio_note(run_id: str, joint: np.ndarray, random: np.ndarray, margin: np.ndarray,
+                         undefined: np.ndarray, shown: int = 3) -> str:
+    """Why some of a run's rho^{<=t} read `–`: each cell (stage t, task u) whose joint reference does not clearly
+    beat the random one, with both accuracies (the first `shown` cells, then how many more)."""
+    chance = np.broadcast_to(random[None, :], joint.shape) if random.ndim == 1 else random
+    cells = [(int(t), int(u)) for t, u in zip(*np.nonzero(undefined))]
+    texts = [f"stage {t + 1} task {u + 1}: joint {joint[t, u]:.3f} against random {chance[t, u]:.3f}"
+             for t, u in cells[:shown]]
+    more = f" and {len(cells) - shown} more" if len(cells) > shown else ""
+    return (f"{run_id}: rho undefined at {'; '.join(texts)}{more} (the joint reference must beat chance by more "
+            f"than {metrics.REFERENCE_GAP_STANDARD_ERRORS:g} standard errors of the two test accuracies, "
+            f"{float(np.nanmax(np.where(undefined, margin, np.nan))):.3f} here): those stages read –, never a number")
 
 
 def _forward_transfer(notes: list[str], run_id: str, results: Results) -> np.ndarray | None:

@@ -14,13 +14,21 @@ from clbench.report.loading import REFERENCES, Results
 from clbench.report.notes import (
     class_loss_notes,
     complete_runs,
+    evaluation_notes,
     incomplete_notes,
     scenario_notes,
     seed_coverage_notes,
     split_notes,
     unmeasured_labels,
 )
-from clbench.report.statistics import Cell, run_values, summarize
+from clbench.report.statistics import (
+    Cell,
+    _reference_command,
+    match_reference,
+    reference_candidates,
+    run_values,
+    summarize,
+)
 
 
 @dataclass(frozen=True)
@@ -53,8 +61,8 @@ class Summary:
 def build_summary(results: Results, include_references: bool = True) -> Summary:
     """A^{<=T}, BWT and max-previous forgetting per approach (mean over seeds), with `parameters` from run.json."""
     summary = Summary(results.benchmark, int(results.frame["stage"].max()) if not results.frame.empty else 0)
-    summary.notes += (scenario_notes(results) + split_notes(results) + incomplete_notes(results)
-                      + class_loss_notes(results))
+    summary.notes += (evaluation_notes(results, named=True) + scenario_notes(results) + split_notes(results)
+                      + incomplete_notes(results) + class_loss_notes(results))
     per_label: dict[str, list[str]] = {}
     quiet: list[str] = []  # why a run has no FWT or I: said by `--metric fwt` / `--metric intransigence`
     transfer = run_values(results, "fwt", quiet, True)
@@ -79,9 +87,29 @@ def build_summary(results: Results, include_references: bool = True) -> Summary:
         if len({m.shape[0] for m in matrices}) > 1:
             summary.notes.append(f"{label}: runs have different numbers of tasks; A^<=T is each run's last stage")
     summary.rows.sort(key=lambda row: (sort_value(row.accuracy), row.label))
+    summary.notes += missing_joint_notes(results, per_label, intransigence)
     summary.notes += seed_coverage_notes({row.label: row.seeds for row in summary.rows})
     summary.unmeasured = unmeasured_labels(results, include_references, set(per_label))
     return summary
+
+
+def missing_joint_notes(results: Results, per_label: dict[str, list[str]],
+                        intransigence: dict[str, object]) -> list[str]:
+    """Why the I (intransigence) column lacks a run: a note per command that makes the joint reference it needs (no
+    joint run with its data, network, protocol and seed), naming the rows, as the forgetting ratio's notes do."""
+    candidates = reference_candidates(results)
+    missing: dict[str, list[str]] = {}
+    for label, run_ids in per_label.items():
+        for run_id in run_ids:
+            run = results.info[run_id]
+            joint, refused = match_reference(results, candidates, "joint", run)
+            if run_id in intransigence or joint is not None or refused is not None:
+                continue
+            labels = missing.setdefault(_reference_command(run, ["joint"], results), [])
+            labels += [label] if label not in labels else []
+    return [f"I (intransigence) of {', '.join(labels)}: no joint reference with the data, network, protocol and seed "
+            f"of {'its' if len(labels) == 1 else 'their'} runs; make it with `{command}`"
+            for command, labels in missing.items()]
 
 
 def last_memory_bytes(results: Results) -> dict[str, float]:

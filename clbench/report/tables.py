@@ -16,7 +16,9 @@ from clbench.report.loading import Results, load_results
 from clbench.report.monitoring import monitoring_table_notes
 from clbench.report.notes import (
     class_loss_notes,
+    evaluation_notes,
     incomplete_notes,
+    no_split_rows_note,
     scenario_notes,
     seed_coverage_notes,
     split_notes,
@@ -56,11 +58,10 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
         raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
     results = results if results is not None else load_results(results_dir, benchmark, seeds)
     report = Report(benchmark, metric, [], evaluation=results.evaluation, split=results.split)
-    report.notes += (scenario_notes(results) + split_notes(results) + incomplete_notes(results)
-                     + class_loss_notes(results))
+    report.notes += (evaluation_notes(results) + scenario_notes(results) + split_notes(results)
+                     + incomplete_notes(results) + class_loss_notes(results))
     if results.frame.empty and results.split != TEST and not results.runs.empty:
-        report.notes.append(f"no finished run of {benchmark} has {results.split} rows (runs stored before results "
-                            f"schema 3 have test rows only): re-run them with --force")
+        report.notes.append(no_split_rows_note(results))
         return report
     if results.frame.empty:
         chosen = f" with --seeds {format_seeds(results.seed_filter)}" if results.seed_filter is not None else ""
@@ -76,8 +77,7 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
         per_label.setdefault(label, []).append(curve)
         report.seeds.setdefault(label, []).append(int(results.info[run_id]["seed"]))
     for label, curves in per_label.items():
-        stacked = np.vstack([np.pad(c, (0, len(report.stages) - len(c)), constant_values=np.nan) for c in curves])
-        report.rows.append((label, [summarize(stacked[:, i]) for i in range(stacked.shape[1])]))
+        report.rows.append((label, stage_cells(curves, len(report.stages))))
     report.rows.sort(key=lambda row: (sort_value(row[1][-1]), row[0]))
     report.unmeasured = unmeasured_labels(results, keep, set(per_label))
     report.memory = memory_column(results, per_label)
@@ -87,6 +87,17 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
     report.notes += seed_coverage_notes(report.seeds)
     report.notes += monitoring_table_notes(results)
     return report
+
+
+def stage_cells(curves: Sequence[np.ndarray], n_stages: int) -> list[Cell]:
+    """One Cell per stage over the runs (seeds) of a row: empty (`–`) at a stage where a run that reached it has no
+    value (an undefined forgetting ratio), so that a mean is never taken over the defined seeds only; a run with
+    fewer stages counts only at its own."""
+    cells = []
+    for stage in range(n_stages):
+        reached = np.array([curve[stage] for curve in curves if stage < len(curve)], dtype=float)
+        cells.append(summarize(reached) if np.isfinite(reached).all() else Cell(float("nan"), float("nan"), 0))
+    return cells
 
 
 def memory_column(results: Results, per_label: dict[str, list[np.ndarray]]) -> dict[str, str]:
@@ -125,6 +136,8 @@ def table_rows(report: Report, ci: bool = False) -> list[list[str]]:
 def report_table(report: Report, ci: bool = False) -> Table:
     notes = list(report.notes)
     if report.evaluation != "task-aware":
-        notes.insert(0, f"evaluation: {report.evaluation} (argmax over every class seen so far, no task id)")
+        chance = ("; A_R^{u<=t} is the random run's accuracy on task u at stage t, the chance level of that stage"
+                  if report.metric == "forgetting-ratio" else "")
+        notes.insert(0, f"evaluation: {report.evaluation} (argmax over every class seen so far, no task id){chance}")
     notes += [f"{label}: {reason}" for label, reason in report.unmeasured.items() if "(" in reason]
     return Table(header(report), table_rows(report, ci), notes=notes)

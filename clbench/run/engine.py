@@ -50,7 +50,13 @@ from clbench.run.interrupts import interrupts_held
 from clbench.run.locking import held_lock, lock_holder
 from clbench.run.loggers.run_loggers import RunLoggers, open_run_loggers
 from clbench.run.plan import RunPlan
-from clbench.run.rows import _encoded_rows, _evaluate_stage, _store_monitoring, learned_accuracies
+from clbench.run.rows import (
+    _encoded_rows,
+    _evaluate_stage,
+    _store_monitoring,
+    learned_accuracies,
+    shown_evaluation,
+)
 from clbench.run.shared_tasks import SharedTasks
 from clbench.seeding import seed_global_torch
 
@@ -259,7 +265,7 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
             stage_rows = _train_stage(plan, approach, tasks, stage, observer, run_log, header)
             rows.extend(stage_rows)
             save_checkpoint(plan.run_dir, stage, approach, rows)
-            observer.task_finished(plan, stage, learned_accuracies(stage_rows))
+            observer.task_finished(plan, stage, learned_accuracies(stage_rows, shown_evaluation(plan)))
     finally:
         run_log.close()
     return rows

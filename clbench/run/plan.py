@@ -8,19 +8,20 @@ refuses a spec file that takes a shipped benchmark's name but would make other r
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clbench.approaches import ResolvedApproach, check_default_grids, resolve
-from clbench.approaches.refusals import scenario_refusal
 from clbench.approaches.registry import code_identity
 from clbench.errors import SpecError
 from clbench.results import run_directory
-from clbench.spec import BenchmarkSpec, benchmarks_dir
+from clbench.spec import BenchmarkSpec, benchmarks_dir, ignored_class_loss, scenario_training
 from clbench.spec.fields import flatten, identity_dict, stable_hash
-from clbench.spec.fields import origin_of as origin_of_key  # a spec key's origin (not the plugins' `origin_of`)
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ def reference_identity(spec: BenchmarkSpec) -> str:
     matched on the data hash and the seed alone.)
     """
     return stable_hash({"benchmark": spec.name, "data": identity_dict(spec.data),
-                        "network": identity_dict(spec.network), "training": identity_dict(spec.training),
+                        "network": identity_dict(spec.network),
+                        "training": identity_dict(scenario_training(spec.training, spec.data.scenario)),
                         **own_datasets_identity(spec)})
 
 
@@ -103,7 +105,7 @@ def check_shipped_name(spec: BenchmarkSpec, methods: Sequence[str]) -> None:
     shipped = _shipped_counterpart(spec)
     for method in dict.fromkeys(methods):
         ours = flatten(run_config(spec, resolve(spec, method, check_grids=False)))  # grids: checked by plan_runs
-        theirs = flatten(run_config(shipped, resolve(shipped, method, check_grids=False)))
+        theirs = flatten(run_config(shipped, resolve(shipped, method, check_grids=False, refuse=False)))
         differing = [key for key in sorted(set(ours) | set(theirs)) if ours.get(key) != theirs.get(key)]
         if differing:
             shown = "; ".join(f"{key}={json.dumps(ours.get(key))} (shipped: {json.dumps(theirs.get(key))})"
@@ -127,14 +129,15 @@ def _shipped_counterpart(spec: BenchmarkSpec) -> BenchmarkSpec:
 
 def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int], results_dir: Path,
               overrides: Sequence[str] = ()) -> list[RunPlan]:
-    """Resolve every (method, seed) of a command; unknown methods and bad sections fail before any work."""
+    """Resolve every (method, seed) of a command; unknown methods, bad sections and an approach the spec refuses
+    (`clbench.approaches.resolution.refusal`: its body, scenario or protocol) fail before any work. A
+    `training.class_loss` the scenario ignores is warned about (the runs are the default's)."""
     plans = []
     check_default_grids(spec)  # once for the spec, not once per method
+    for note in dict.fromkeys(filter(None, (ignored_class_loss(spec, method) for method in methods))):
+        logger.warning(note)
     for method in dict.fromkeys(methods):
         approach = resolve(spec, method, check_grids=False)
-        refusal = scenario_refusal(approach.cls, spec.data.scenario)
-        if refusal is not None:  # before any run starts (the approach's constructor says it too)
-            raise SpecError(f"{origin_of_key('data.scenario', spec.source, spec.origins)}: {refusal}")
         config = run_config(spec, approach)
         config_hash = stable_hash(config)
         for seed in seeds:

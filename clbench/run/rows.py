@@ -26,16 +26,25 @@ from clbench.results import (
     inside,
     parquet_bytes,
     row_split,
+    scenario_evaluation,
     utc_now,
     write_parquet,
 )
 from clbench.run.plan import RunPlan
 
 
-def learned_accuracies(stage_rows: Sequence[dict[str, Any]]) -> list[float]:
-    """The task-aware test accuracies of the tasks learned so far (u <= t), in task order, from one stage's rows."""
+def learned_accuracies(stage_rows: Sequence[dict[str, Any]], evaluation: str = TASK_AWARE) -> list[float]:
+    """The test accuracies in `evaluation` of the tasks learned so far (u <= t), in task order, from one stage's
+    rows: their mean is A^{<=t}, what `report --metric accuracy` and `evaluate` show for the stage."""
     return [row["accuracy"] for row in stage_rows
-            if row["evaluation"] == TASK_AWARE and row_split(row) == TEST and row["task"] <= row["stage"]]
+            if row["evaluation"] == evaluation and row_split(row) == TEST and row["task"] <= row["stage"]]
+
+
+def shown_evaluation(plan: RunPlan) -> str:
+    """The evaluation of `train`'s line after each task: the one the run's scenario reports
+    (`clbench.results.scenario_evaluation`), task-aware for an approach that needs the task id (it stores no
+    other)."""
+    return TASK_AWARE if plan.approach.cls.needs_task_id else scenario_evaluation(plan.spec.data.scenario)
 
 
 def evaluated_tasks(approach: Approach, n_tasks: int, stage: int) -> range:

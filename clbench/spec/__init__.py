@@ -38,7 +38,16 @@ from clbench.spec.files import (
     is_valid_name,
     read_yaml,
 )
-from clbench.spec.sections import TOP_LEVEL_KEYS, BenchmarkSpec, DatasetEntry, DataSpec, NetworkSpec, TrainingSpec
+from clbench.spec.sections import (
+    TOP_LEVEL_KEYS,
+    BenchmarkSpec,
+    DatasetEntry,
+    DataSpec,
+    NetworkSpec,
+    TrainingSpec,
+    ignored_class_loss,
+    scenario_training,
+)
 
 __all__ = [
     "DATASET_NAME",
@@ -60,10 +69,12 @@ __all__ = [
     "command_argument",
     "domain_class_problem",
     "find_spec_file",
+    "ignored_class_loss",
     "is_spec_path",
     "is_valid_name",
     "load_benchmark",
     "read_yaml",
+    "scenario_training",
     "task_problem",
     "validation_count",
 ]

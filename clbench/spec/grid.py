@@ -9,9 +9,10 @@ slowest:
         ["hat.smax=50", "hat.c=0.1"], ["hat.smax=50", "hat.c=0.5"]]
 
 Values are split on top-level commas only, so YAML lists and quoted strings stay whole:
-`network.hidden=[100,100],[500,500]` has two values. Keys and values are checked for form only; whether a key
-exists is for the spec resolver (`clbench train` validates every grid point before running any; a key in an
-approach section that names no registered approach, such as `haat.smax`, is an error there).
+`network.hidden=[100,100],[500,500]` has two values; two values that `--set` reads as the same (`1e3` and `1000`,
+`0.5` and `5e-1`: one run) are refused, as a spec's `grids:` refuses them. Keys and values are checked for form
+only; whether a key exists is for the spec resolver (`clbench train` validates every grid point before running any;
+a key in an approach section that names no registered approach, such as `haat.smax`, is an error there).
 
 A spec's default grids (its `grids:` section, `GridAxis`, read by `read_spec_grids`) come out of `default_grid`
 in the form `parse_grid_spec` gives a `--grid` option (full key -> value texts) and out of `default_grid_options`
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clbench.errors import ClbenchError, SpecError
-from clbench.spec.fields import origin_of, read_number
+from clbench.spec.fields import origin_of, parse_override, read_number
 
 if TYPE_CHECKING:
     from clbench.spec.sections import BenchmarkSpec
@@ -68,7 +69,43 @@ def parse_grid_spec(spec: str) -> tuple[str, list[str]]:
     repeated = sorted({value for value in values if values.count(value) > 1})
     if repeated:
         raise GridError(f"--grid {spec!r}: value {repeated[0]!r} is given twice")
+    same = same_values(values)
+    if same is not None:
+        raise GridError(f"--grid {spec!r}: {same[0]} and {same[1]} are the same value once read; give each value "
+                        f"once")
     return key, values
+
+
+def same_values(texts: list[str]) -> tuple[str, str] | None:
+    """The first two value texts that `--set` reads as the same value (`1e3` and `1000`; `[1,2]` and `[1.0, 2]`),
+    or None: two such grid points would be one run."""
+    seen: list[tuple[Any, str]] = []
+    for text in texts:
+        read = comparable(parse_override(f"value={text}")[1])
+        earlier = next((shown for other, shown in seen if other == read), None)
+        if earlier is not None:
+            return earlier, text
+        seen.append((read, text))
+    return None
+
+
+def comparable(value: Any) -> Any:
+    """A value as a typed field reads it, for equality: numbers by value (`1000`, `1e3` and `1000.0` are one; a
+    number PyYAML left a string is read with `read_number`), booleans apart from numbers, lists and mappings item by
+    item."""
+    if isinstance(value, str):
+        number = read_number(value)
+        return value if number is None else ("number", number)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, list | tuple):
+        return ("list", tuple(comparable(item) for item in value))
+    if isinstance(value, dict):
+        return ("map", tuple(sorted(((str(key), comparable(item)) for key, item in value.items()),
+                                    key=lambda pair: pair[0])))
+    return value
 
 
 def split_values(text: str, spec: str | None = None) -> list[str]:

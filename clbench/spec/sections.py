@@ -7,12 +7,12 @@ comments.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from typing import Any
 
 from clbench.spec.catalogue import FORMS
-from clbench.spec.fields import field
+from clbench.spec.fields import field, origin_of
 from clbench.spec.grid import GridAxis
 
 TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants",
@@ -141,3 +141,29 @@ class BenchmarkSpec:
         """The raw (not yet validated) section of one approach; empty if the spec has none."""
         return dict(self.approaches.get(method, {}))
 
+
+
+def scenario_training(training: TrainingSpec, scenario: str) -> TrainingSpec:
+    """`training` as it acts in `scenario`: `class_loss` chooses the class scenario's loss and nothing else, so in
+    the task and domain scenarios it reads as its default (`seen`). A run is identified by what changes its numbers:
+    `--set training.class_loss=all` in the task scenario is the default's run (its config hash, its rows), not a
+    second row of the same numbers (`ignored_class_loss` says so)."""
+    default = TrainingSpec.class_loss
+    if scenario == "class" or training.class_loss == default:
+        return training
+    return replace(training, class_loss=default)
+
+
+def ignored_class_loss(spec: BenchmarkSpec, method: str) -> str | None:
+    """The warning, in one line, when the protocol of `method` on `spec` sets `training.class_loss` (in `training:`
+    or the approach's own `training:` section) to a value that its scenario ignores (`scenario_training`); None
+    when it does not."""
+    section = spec.approach_section(method).get("training")
+    own = isinstance(section, dict) and "class_loss" in section
+    value = section["class_loss"] if own else spec.training.class_loss  # type: ignore[index]
+    if spec.data.scenario == "class" or value == TrainingSpec.class_loss:
+        return None
+    key = f"approaches.{method}.training.class_loss" if own else "training.class_loss"
+    return (f"{origin_of(key, spec.source, spec.origins)}: `{key}` {value} has no effect with data.scenario="
+            f"{spec.data.scenario} (it chooses the class scenario's loss): the runs are those of the default "
+            f"({TrainingSpec.class_loss}), under its config hash")

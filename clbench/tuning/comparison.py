@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from clbench.tuning.scoring import TEST, PointScore, TuningError, _best, score_points
-from clbench.tuning.tuned_file import TunedChoice, file_sha256, read_tuned_file
+from clbench.tuning.tuned_file import TunedChoice, file_sha256, grid_end_notes, read_tuned_file, tuned_sha256
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,9 @@ def compare_with_test(rows: pd.DataFrame, choice: TunedChoice) -> WinnerComparis
 def tuning_points(rows: pd.DataFrame, paths: Sequence[Path]) -> tuple[pd.DataFrame, list[str]]:
     """For `report --tuning`: one row per tuned file and grid point (file, method, rule, evaluation, tuning_seed,
     point, validation_score, test_score, chosen, test_choice, tuned_seeds: the seeds of the runs in `rows` that
-    `clbench train --tuned` trained with the file), and notes: a file that cannot be used, and each file whose test
-    split would have chosen another point (`compare_with_test`), or that has no test score for some points."""
+    `clbench train --tuned` trained with the file), and notes: a file that cannot be used, a chosen value at an end
+    of its grid (`grid_end_notes`), and each file whose test split would have chosen another point
+    (`compare_with_test`), or that has no test score for some points."""
     table: list[dict[str, Any]] = []
     notes: list[str] = []
     for path in paths:
@@ -76,8 +77,8 @@ def tuning_points(rows: pd.DataFrame, paths: Sequence[Path]) -> tuple[pd.DataFra
             notes.append(str(error))
             continue
         comparison = compare_with_test(rows, choice)
-        sha256 = file_sha256(path)
-        tuned = rows[rows["tuned_sha256"] == sha256] if "tuned_sha256" in rows else rows.iloc[0:0]
+        identities = [tuned_sha256(path), file_sha256(path)]  # the bytes': runs stored before tuned_sha256
+        tuned = rows[rows["tuned_sha256"].isin(identities)] if "tuned_sha256" in rows else rows.iloc[0:0]
         seeds = ",".join(str(int(seed)) for seed in sorted(tuned["seed"].unique()))
         for point, test in zip(choice.points, comparison.test_scores):
             table.append({"file": Path(path).name, "method": choice.method, "rule": choice.rule,
@@ -87,6 +88,7 @@ def tuning_points(rows: pd.DataFrame, paths: Sequence[Path]) -> tuple[pd.DataFra
                           "test_choice": comparison.test is not None and point.values == comparison.test.values,
                           "tuned_seeds": seeds})
         chosen = ", ".join(choice.chosen_overrides)
+        notes += [f"{note} ({Path(path).name})" for note in grid_end_notes(choice)]
         if comparison.disagrees:
             assert comparison.test is not None
             notes.append(f"{choice.method} ({Path(path).name}): the test split would have chosen "

@@ -15,7 +15,7 @@ import pandas as pd
 from clbench import metrics
 from clbench.errors import ClbenchError
 from clbench.report import REFERENCE_KEYS
-from clbench.results import EVALUATIONS, select_split
+from clbench.results import EVALUATIONS, scenario_evaluation, select_split
 from clbench.spec.grid import expand_grid, parse_grid_spec
 
 VALIDATION, TEST = "validation", "test"
@@ -177,8 +177,34 @@ def _score_point(point: tuple[tuple[str, str], ...], run_ids: list[str], runs: p
             return _with_problem(found, f"run {run_id} ({label}): {problem}")
         matched[name] = reference
     joint = matched.get("joint")
-    random = metrics.random_reference(matched["random"]) if "random" in matched else None
+    if "random" not in matched:
+        return PointScore(point, rule.score(matrix, joint, None), run_id, found.config_hash)
+    # A_R per stage in the task-agnostic evaluation, the paper's A_R^u otherwise (`clbench.metrics.random_reference`)
+    per_stage = run["evaluation"] == EVALUATIONS[1] and run.get("scenario") != "domain"
+    random = metrics.random_reference(matched["random"], per_stage=per_stage)
+    problem = _undefined_ratio(joint, random, runs[runs["run_id"] == run_id])
+    if problem is not None:
+        return _with_problem(found, f"run {run_id} ({label}): {problem}")
     return PointScore(point, rule.score(matrix, joint, random), run_id, found.config_hash)
+
+
+def _undefined_ratio(joint: np.ndarray | None, random: np.ndarray, rows: pd.DataFrame) -> str | None:
+    """Why the forgetting ratio after the last task is undefined for a point (its joint reference does not clearly
+    beat the random one on some task, `clbench.metrics.undefined_ratio_cells`), or None."""
+    if joint is None:
+        return None
+    size = joint.shape[0]
+    counts = rows[rows["stage"] == size].groupby("task")["n_test"].first() if "n_test" in rows else pd.Series()
+    n_test = np.array([counts.get(task, np.nan) for task in range(1, size + 1)], dtype=float)
+    margin = metrics.reference_gap_margin(joint, random, n_test)
+    undefined = metrics.undefined_ratio_cells(joint, random, margin)[-1]
+    if not undefined.any():
+        return None
+    task = int(np.argmax(undefined))
+    chance = random[task] if random.ndim == 1 else random[-1, task]
+    return (f"the forgetting ratio is undefined after the last task: on task {task + 1} the joint reference "
+            f"({joint[-1, task]:.3f}) does not beat the random one ({chance:.3f}) by more than "
+            f"{metrics.REFERENCE_GAP_STANDARD_ERRORS:g} standard errors; choose by `--select accuracy`")
 
 
 def _with_problem(point: PointScore, problem: str) -> PointScore:
@@ -203,6 +229,50 @@ def _reference_matrix(frame: pd.DataFrame, name: str, run: pd.Series, split: str
         return None, (f"{len(found)} {name} references match it and their {split} accuracies differ; keep one of "
                       f"them in this results folder")
     return found[0][:size, :size], None
+
+
+def grid_ends(grid: Sequence[str], chosen: Sequence[tuple[str, str]]) -> list[tuple[str, str, str, list[str]]]:
+    """(key, chosen value, "lowest" or "highest", the key's values) of each numeric `--grid` key of two or more
+    values whose chosen value is the smallest or largest of them: the best value may lie beyond the grid there.
+    Keys with a value that is not a number (`true`, `[100,100]`) have no ends and are left out."""
+    values = dict(parse_grid_spec(spec) for spec in grid)
+    ends = []
+    for key, value in chosen:
+        numbers = [_number(text) for text in values.get(key, [])]
+        if len(numbers) < 2 or any(number is None for number in numbers):
+            continue
+        picked = _number(value)
+        if picked == min(numbers):  # type: ignore[type-var]
+            ends.append((key, value, "lowest", values[key]))
+        elif picked == max(numbers):  # type: ignore[type-var]
+            ends.append((key, value, "highest", values[key]))
+    return ends
+
+
+def _number(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def tuning_evaluation(rows: pd.DataFrame, method: str, scenario: str | None,
+                      asked: str | None = None) -> tuple[str, list[str]]:
+    """The evaluation `method`'s points are scored in, and notes for the tuning table: `asked` (`--evaluation`) if
+    given, noted when it is not the one the scenario's comparison reports; else the scenario's
+    (`clbench.results.scenario_evaluation`), or task-aware, noted, for a method that stores no rows of it (one that
+    needs the task id)."""
+    own = scenario_evaluation(scenario)
+    if asked is not None:
+        return asked, ([] if asked == own or scenario == "domain" else [
+            f"{method}: chosen by {asked} (--evaluation); the {scenario or 'task'} scenario's comparison reports "
+            f"{own}"])
+    stored = rows[rows["method"] == method]["evaluation"] if "evaluation" in rows else pd.Series(dtype=object)
+    if (stored == own).any() or not (stored == EVALUATIONS[0]).any():
+        return own, []
+    return EVALUATIONS[0], [f"{method} stores {EVALUATIONS[0]} rows only (it needs the task id): chosen by "
+                            f"{EVALUATIONS[0]}, not the {own} evaluation the {scenario} scenario reports"]
 
 
 def select(points: Sequence[PointScore]) -> PointScore:

@@ -17,11 +17,13 @@ import yaml
 import clbench
 from clbench.errors import ClbenchError
 from clbench.results import EVALUATIONS, atomic_write_bytes, inside
+from clbench.spec.grid import default_grid_options, parse_grid_spec
 from clbench.tuning.scoring import (
     DEFAULT_RULE,
     DEFAULT_SEED,
     PointScore,
     TuningError,
+    grid_ends,
     grid_points,
     score_points,
     select,
@@ -69,23 +71,27 @@ class TunedChoice:
         """The chosen values as `--set` options (what `--tuned FILE` applies)."""
         return [f"{key}={value}" for key, value in self.chosen]
 
-    def command(self) -> str:
-        """The `clbench tune` command that makes this choice."""
-        return tune_command(self.benchmark, self.method, self.grid, self.rule, self.tuning_seed, self.overrides,
-                            self.evaluation)
+    def command(self, benchmark: str | None = None, results: Path | None = None) -> str:
+        """The `clbench tune` command that makes this choice: for `benchmark` as the user names it (a spec file; by
+        default the benchmark's name), writing into `results` (left out: the default results folder)."""
+        return tune_command(benchmark or self.benchmark, self.method, self.grid, self.rule, self.tuning_seed,
+                            self.overrides, self.evaluation, results)
 
 
 def tune_command(benchmark: str, method: str, grid: Sequence[str], rule: str = DEFAULT_RULE,
-                 seed: int = DEFAULT_SEED, overrides: Sequence[str] = (), evaluation: str = EVALUATIONS[0]) -> str:
-    """`clbench tune BENCHMARK -m METHOD --grid ... [--rule ...] [--seed ...] [--set ...]`, quoted for a shell."""
+                 seed: int = DEFAULT_SEED, overrides: Sequence[str] = (), evaluation: str = EVALUATIONS[0],
+                 results: Path | None = None) -> str:
+    """`clbench tune BENCHMARK -m METHOD --grid ... [--set ...] [--rule ...] [--seed ...] --evaluation ...
+    [--results ...]`, quoted for a shell (`benchmark` as given: a name or a spec file)."""
     parts = ["clbench tune", shlex.quote(benchmark), "-m", shlex.quote(method),
              *(f"--grid {shlex.quote(spec)}" for spec in grid), *(f"--set {shlex.quote(text)}" for text in overrides)]
     if rule != DEFAULT_RULE:
         parts.append(f"--rule {rule}")
     if seed != DEFAULT_SEED:
         parts.append(f"--seed {seed}")
-    if evaluation != EVALUATIONS[0]:
-        parts.append(f"--evaluation {evaluation}")
+    parts.append(f"--evaluation {evaluation}")  # always: the default depends on the scenario
+    if results is not None:
+        parts.append(f"--results {shlex.quote(str(results))}")
     return " ".join(parts)
 
 
@@ -98,14 +104,36 @@ def choose(rows: pd.DataFrame, benchmark: str, method: str, config_hash: str, gr
                        tuple(points), select(points).values)
 
 
+def grid_end_notes(choice: TunedChoice) -> list[str]:
+    """A note per grid key whose chosen value is the smallest or largest of its values (`grid_ends`): the best value
+    may lie beyond the grid, so tune again with values past it."""
+    return [f"{choice.method}: {key}={value} is the {side} value of its grid ({', '.join(values)}); the best value "
+            f"may lie beyond the grid: tune again with values {'below' if side == 'lowest' else 'above'} {value}"
+            for key, value, side, values in grid_ends(choice.grid, choice.chosen)]
+
+
 def tuned_path(results_dir: Path, benchmark: str, method: str, config_hash: str) -> Path:
     """`<results>/<benchmark>/_tuned/<method>-<config hash>.yaml`, checked to lie inside `results_dir`."""
     return inside(results_dir, Path(results_dir) / benchmark / TUNED_FOLDER / f"{method}-{config_hash}.yaml")
 
 
+def results_folder_of(path: Path) -> Path | None:
+    """The results folder a tuned file lies in (`<results>/<benchmark>/_tuned/<file>`, as `tuned_path` places it),
+    so that the command that makes it again writes it back there; None for a file elsewhere."""
+    path = Path(path)
+    return path.parents[2] if path.parent.name == TUNED_FOLDER and len(path.parents) > 2 else None
+
+
 def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes, as hex (what runs trained with `--tuned FILE` record)."""
+    """The sha256 of a file's bytes, as hex (what runs trained with `--tuned FILE` recorded before `tuned_sha256`)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def tuned_sha256(path: Path) -> str:
+    """The identity of an intact tuned file, as runs trained with it record it (`tuned_sha256`): the sha256 of its
+    fields (its checked `digest`), not of its bytes. A comment edited, or the file re-indented, leaves the choice and
+    this identity as they were, so its runs stay attributed to it; a changed value is refused by `read_tuned`."""
+    return _digest(_content(_parse_tuned(Path(path))))
 
 
 def _content(choice: TunedChoice) -> dict[str, Any]:
@@ -127,42 +155,83 @@ def _digest(content: dict[str, Any]) -> str:
 
 
 HEADER = ("# Hyper-parameters chosen on validation data by `clbench tune`; `clbench train --tuned` applies them.\n"
-          "# Do not edit: the digest covers every field, and a changed file is refused. Re-run the command below.\n")
+          "# Do not edit its values: the digest covers every field, and a changed value is refused. Re-run the command "
+          "below.\n")
 
 
-def write_tuned(path: Path, choice: TunedChoice, overwrite: bool = False) -> None:
-    """Write the tuned file atomically (temporary file + rename); an existing file is kept unless `overwrite`."""
+def write_tuned(path: Path, choice: TunedChoice, overwrite: bool = False, benchmark: str | None = None) -> None:
+    """Write the tuned file atomically (temporary file + rename); an existing file is kept unless `overwrite`.
+
+    Its header names the command that makes it again: for `benchmark` as the user named it (a spec file), writing
+    into the results folder the file lies in."""
     path = Path(path)
     if path.exists() and not overwrite:
         raise TuningError(f"{path} exists; remove it first, or write the new choice elsewhere")
     content = _content(choice)
     text = yaml.safe_dump({**content, "digest": _digest(content)}, sort_keys=False, allow_unicode=True, width=120)
-    atomic_write_bytes(path, (HEADER + f"# {choice.command()}\n" + text).encode())
+    atomic_write_bytes(path, (HEADER + f"# {choice.command(benchmark, results_folder_of(path))}\n" + text).encode())
 
 
-def read_tuned(path: Path, benchmark: str, config_hash: str, method: str,
-               overrides: Sequence[str] | None = None) -> TunedChoice:
+def read_tuned(path: Path, benchmark: str, config_hash: str, method: str, overrides: Sequence[str] | None = None,
+               *, argument: str | None = None, results: Path | None = None) -> TunedChoice:
     """The choice in a tuned file, after checking that it is intact and made for `benchmark`, `config_hash` and
     `method`; TuningError with one line naming the file, what differs and the command that makes the right one
-    (with the `--set` options `overrides` of the run that asks, if given; else the file's).
+    (with the `--set` options `overrides` of the run that asks, if given; else the file's). That command names the
+    benchmark as the asking command did (`argument`: a spec file; default `benchmark`) and writes into `results`
+    (default: the results folder the file lies in), so that it works when pasted.
 
     Intact: its digest matches its fields, its points are its grid's, in order, and its chosen values are the ones
     `select` picks from its stored scores.
     """
-    choice = _parse_tuned(Path(path))
+    argument = argument or benchmark
+    results = results if results is not None else results_folder_of(Path(path))
+    choice = _parse_tuned(Path(path), argument, results)
     # The method before the config hash: another method always has another config hash too; the method says why.
     wanted = {"benchmark": benchmark, "method": method, "config hash": config_hash}
     found = {"benchmark": choice.benchmark, "method": choice.method, "config hash": choice.config_hash}
     for what, value in wanted.items():
         if found[what] != value:
-            command = tune_command(benchmark, method, choice.grid, choice.rule, choice.tuning_seed,
-                                   choice.overrides if overrides is None else overrides, choice.evaluation)
-            raise TuningError(f"{path} is a tuned file for {what} {found[what]}, not {value}; make the right one "
-                              f"with `{command}`")
+            order = " (give one --tuned file per method of -m, in the same order)" if what == "method" else ""
+            sets = choice.overrides if overrides is None else tuple(overrides)
+            raise TuningError(f"{path} is a tuned file for {what} {found[what]}, not {value}{order}; "
+                              f"{_remake_advice(choice, argument, method, sets, results)}")
     return choice
 
 
-def _parse_tuned(path: Path) -> TunedChoice:
+def _remake_advice(choice: TunedChoice, argument: str, method: str, overrides: Sequence[str],
+                   results: Path | None) -> str:
+    """How to make the tuned file `method` needs: the `clbench tune` command of `choice`'s search for `method` (its
+    grid without the keys of another method's section, which `tune -m METHOD` refuses; without any, the spec's
+    default grid), or, when `method` then has no grid, that it needs `--grid` or no tuned file."""
+    grid = [spec for spec in choice.grid if method == choice.method or _grid_owner(spec) != choice.method]
+    if not grid and not _has_default_grid(argument, method, overrides):
+        return (f"{method} has no default grid in {argument}: train {method} without --tuned, or tune it on a grid "
+                f"of your own (--grid {method}.KEY=V1,V2)")
+    command = tune_command(argument, method, grid, choice.rule, choice.tuning_seed, overrides, choice.evaluation,
+                           results)
+    return f"make the right one with `{command}`"
+
+
+def _grid_owner(spec: str) -> str:
+    """The section a `--grid` option's key belongs to: `ewc` for `ewc.lamb=...`, `training` for `training.lr=...`."""
+    return parse_grid_spec(spec)[0].split(".", 1)[0]
+
+
+def _has_default_grid(argument: str, method: str, overrides: Sequence[str]) -> bool:
+    """Whether the benchmark's spec has a default grid for `method` (True when the spec cannot be read here: the
+    command then says why itself)."""
+    from clbench.spec import load_benchmark
+
+    try:
+        return bool(default_grid_options(load_benchmark(argument, list(overrides)), method))
+    except ClbenchError:
+        return True
+
+
+def _parse_tuned(path: Path, argument: str | None = None, results: Path | None = None) -> TunedChoice:
+    """The choice in a tuned file, checked to be intact; the commands in its messages name the benchmark as
+    `argument` and write into `results` (default: the results folder the file lies in)."""
+    results = results if results is not None else results_folder_of(path)
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
@@ -181,7 +250,7 @@ def _parse_tuned(path: Path) -> TunedChoice:
     content = {key: value for key, value in data.items() if key != "digest"}
     if _digest(content) != data.get("digest") or _content(choice) != content:
         raise TuningError(f"{path} was changed after `clbench tune` wrote it (its digest does not match its "
-                          f"content); make it again with `{choice.command()}`")
+                          f"content); make it again with `{choice.command(argument, results)}`")
     return choice
 
 

@@ -99,6 +99,20 @@ def test_set_contents_and_a_loaded_checkpoint_drop_the_inputs_and_fill_inputs_co
     assert empty.inputs is None
 
 
+def test_a_checkpoint_loaded_over_kept_inputs_drops_them() -> None:
+    """A memory that keeps the inputs of samples 0..3 loads a checkpoint of samples 20..23: none of the old inputs
+    stay (they would be replayed beside the new images); filled again they are the new samples' own."""
+    buffer, other = ReplayBuffer(4), ReplayBuffer(4)
+    offer(buffer, 0, 4, torch.Generator().manual_seed(0))
+    offer(other, 20, 4, torch.Generator().manual_seed(0), with_inputs=False)
+    assert buffer.inputs is not None
+    buffer.load_state_dict(other.state_dict())
+    assert buffer.inputs is None and buffer.contents().labels.tolist() == [20, 21, 22, 23]
+    assert buffer.sample(2, torch.Generator().manual_seed(1)).inputs is None
+    buffer.fill_inputs(by_hand)
+    assert buffer.contents().inputs[:, 0].tolist() == [1020.0, 1021.0, 1022.0, 1023.0]  # 1000 + n, task 0
+
+
 @pytest.mark.parametrize(("method", "scenario"), [("er", "task"), ("derpp", "class"), ("agem", "task")])
 def test_a_replayed_batch_has_the_inputs_the_transform_gives_its_images(method: str, scenario: str) -> None:
     spec = tiny_spec("mlp", kind="permuted", scenario=scenario)  # per-task pixel permutations: a gather per task

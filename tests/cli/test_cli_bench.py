@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from clihelpers import pasted_commands
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -58,6 +59,8 @@ def test_bench_stores_one_row_per_timed_approach(spec_file: Path, tmp_path: Path
     assert list(frame.columns) == list(BENCH_COLUMNS)
     assert list(frame["method"]) == ["sgd", "hat"] and set(frame["data"]) == {"synthetic"}
     assert (frame["batch_size"] == 32).all() and frame["forward_backward_ms"].gt(0).all()
+    [fetch] = pasted_commands(result.output, "clbench fetch")  # fills the data folder the command was given
+    assert fetch == ["fetch", str(spec_file), "--data-dir", str(tmp_path / "no-data")]
     info = metadata(path)
     assert info["epoch_mode"] == "extrapolate" and info["amp"] == "none" and "random" in info["skipped"]
 

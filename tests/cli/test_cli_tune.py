@@ -6,18 +6,20 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from clihelpers import TINY, flat
+import yaml
+from clihelpers import TINY, flat, pasted_commands
 from typer.testing import CliRunner
 
 from clbench.cli import app
 from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
-from clbench.tuning.tuned_file import read_tuned, tuned_path
+from clbench.tuning.tuned_file import read_tuned, read_tuned_file, tuned_path
 
 runner = CliRunner()
 SPEC = """\
@@ -30,10 +32,11 @@ network: {kind: mlp, hidden: [8]}
 # lr 0.0001 barely moves the network in one epoch; 0.05 learns the bright blocks: the second point should win, and
 # the test checks the stored validation rows say so rather than assuming it.
 GRID = ["--grid", "training.lr=0.0001,0.05"]
+LEARNING_GRID = ["--grid", "training.lr=0.05,0.1"]
 
 
-def write_arrays(path: Path, seed: int = 0) -> None:
-    """4 classes (2 tasks of 2), 24 training and 8 test images each; a class is a bright block plus noise."""
+def write_arrays(path: Path, seed: int = 0, n_train: int = 24) -> None:
+    """4 classes (2 tasks of 2), `n_train` training and 8 test images each; a class is a bright block plus noise."""
     rng = np.random.default_rng(seed)
 
     def images(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -43,7 +46,7 @@ def write_arrays(path: Path, seed: int = 0) -> None:
             pixels[labels == label, label * 7:(label + 1) * 7, :] += 180
         return pixels.clip(0, 255).astype(np.uint8), labels.astype(np.int64)
 
-    x_train, y_train = images(24)
+    x_train, y_train = images(n_train)
     x_test, y_test = images(8)
     np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
 
@@ -114,7 +117,10 @@ def test_tune_chooses_the_validation_winner_writes_the_file_and_reuses_the_runs(
 
 def test_forgetting_ratio_trains_the_references_and_refuses_to_replace_another_choice(spec_file: Path,
                                                                                           tmp_path: Path) -> None:
-    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID, "--select", "forgetting-ratio")
+    # 200 training images a class, so 100 validation images a task: enough for the joint reference to beat chance
+    # by more than 3 standard errors (with 12 a task no ratio is defined); both learning rates learn
+    write_arrays(tmp_path / "arrays.npz", n_train=200)
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *LEARNING_GRID, "--select", "forgetting-ratio")
     assert code == 0, output
     results = tmp_path / "results"
     for reference in ("joint", "random"):
@@ -126,11 +132,11 @@ def test_forgetting_ratio_trains_the_references_and_refuses_to_replace_another_c
     assert all(point.scored for point in choice.points)
 
     written = path.read_bytes()
-    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID)  # the accuracy rule: another choice
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *LEARNING_GRID)  # the accuracy rule: another choice
     assert code == 2, output
     assert "holds another choice" in output and "--force" in output
     assert path.read_bytes() == written
-    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID, "--force")
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *LEARNING_GRID, "--force")
     assert code == 0, output
     assert read_tuned(path, "tiny-tune", config_hash, "sgd").rule == "accuracy"
 
@@ -172,6 +178,16 @@ def test_a_grid_of_another_method_is_refused(spec_file: Path, tmp_path: Path) ->
     assert "ewc is not a method being tuned" in output
 
 
+def test_a_tuned_file_path_that_cannot_be_written_is_refused_before_training(spec_file: Path,
+                                                                            tmp_path: Path) -> None:
+    path = tuned_path(tmp_path / "results", "tiny-tune", "sgd", base_hash(spec_file, "sgd", tmp_path))
+    path.mkdir(parents=True)
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID)
+    assert code == 2, output
+    assert f"error: tuned file {path} is a folder, not a file" in output
+    assert not list((tmp_path / "results").rglob("run.json"))
+
+
 @pytest.fixture
 def tuned_sgd(spec_file: Path, tmp_path: Path) -> Path:
     """The tuned file of sgd over GRID (its runs at seed 0 in tmp_path/results)."""
@@ -198,11 +214,79 @@ def test_train_tuned_applies_the_choice_and_records_the_file_in_every_row(spec_f
     plan = plan_runs(load_benchmark(str(spec_file), by_hand), ["sgd"], [1], results.absolute(), by_hand)[0]
     rows = pd.read_parquet(plan.run_dir / "accuracy.parquet")  # the hand-set values' run folder: the same config
     assert len(rows) > 0
-    assert rows["tuned_sha256"].tolist() == [hashlib.sha256(tuned_sgd.read_bytes()).hexdigest()] * len(rows)
+    fields = {key: value for key, value in yaml.safe_load(tuned_sgd.read_text()).items() if key != "digest"}
+    identity = hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    assert rows["tuned_sha256"].tolist() == [identity] * len(rows)  # the sha256 of its fields, not of its bytes
     assert rows["tuned_seed"].tolist() == [0] * len(rows)
     assert (rows["overrides"] == json.dumps(by_hand)).all()
     assert run_files(results).items() >= tuning_runs.items()  # seed 0 (the grid point) reused, not rewritten
     assert "seed-0: finished before with the same config" in output, output
+
+
+def run_pasted(arguments: list[str]) -> tuple[int, str]:
+    result = runner.invoke(app, arguments)
+    return result.exit_code, flat(result.output)
+
+
+def test_the_commands_tune_and_train_tuned_print_work_when_pasted(spec_file: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`apply it with`, the tuned file's header and train --tuned's refusal of another method's file: each command
+    runs as pasted, from another folder (the data cache from the environment), writing into the same --results."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("CLBENCH_DATA", str(tmp_path / "data"))
+    results = tmp_path / "results"
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID)
+    assert code == 0, output
+    [apply] = pasted_commands(output, "clbench train")
+    apply[apply.index("--seeds") + 1] = "1"  # one of the seeds it names: enough to show it runs
+    code, pasted = run_pasted(apply)
+    assert code == 0, pasted
+    assert len(list(results.glob("tiny-tune/sgd/*/seed-1/accuracy.parquet"))) == 1
+
+    tuned = tuned_path(results, "tiny-tune", "sgd", base_hash(spec_file, "sgd", tmp_path))
+    header = tuned.read_text().splitlines()[2]
+    assert header.startswith("# clbench tune ")
+    code, pasted = run_pasted(shlex.split(header.removeprefix("# "))[1:])
+    assert code == 0, pasted
+    assert "tuned file unchanged" in pasted
+
+    code, refusal = train_tuned(spec_file, tmp_path, "ewc", tuned, "--seeds", "1")
+    assert code == 2, refusal
+    [remake] = pasted_commands(refusal, "clbench tune")
+    code, pasted = run_pasted(remake)
+    assert code == 0, pasted
+    ewc_hash = base_hash(spec_file, "ewc", tmp_path)
+    assert read_tuned(tuned_path(results, "tiny-tune", "ewc", ewc_hash), "tiny-tune", ewc_hash, "ewc").grid == \
+        (GRID[1],)
+    assert not (elsewhere / "results").exists()
+
+
+def test_another_method_s_tuned_file_suggests_its_own_grid_or_none(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tuned file of si (grid si.c) given for ewc: the suggested command leaves out si's key, which `tune -m ewc`
+    refuses, and searches the spec's default grid of ewc; for sgd, which has none, no command is suggested."""
+    write_arrays(tmp_path / "arrays.npz")
+    spec = tmp_path / "grids.yaml"
+    spec.write_text(SPEC + "grids:\n  ewc: {lamb: [1, 10]}\n")
+    monkeypatch.setenv("CLBENCH_DATA", str(tmp_path / "data"))
+    code, output = tune(spec, tmp_path, "-m", "si", "--grid", "si.c=0.1,1")
+    assert code == 0, output
+    results = tmp_path / "results"
+    tuned_si = tuned_path(results, "tiny-tune", "si", base_hash(spec, "si", tmp_path))
+    code, refusal = train_tuned(spec, tmp_path, "ewc", tuned_si)
+    assert code == 2, refusal
+    [remake] = pasted_commands(refusal, "clbench tune")
+    assert "--grid" not in remake
+    code, pasted = run_pasted(remake)
+    assert code == 0, pasted
+    ewc_hash = base_hash(spec, "ewc", tmp_path)
+    assert read_tuned(tuned_path(results, "tiny-tune", "ewc", ewc_hash), "tiny-tune", ewc_hash, "ewc").grid == \
+        ("ewc.lamb=1,10",)
+    code, refusal = train_tuned(spec, tmp_path, "sgd", tuned_si)
+    assert code == 2, refusal
+    assert pasted_commands(refusal) == [] and "train sgd without --tuned" in refusal
 
 
 def test_train_without_tuned_records_no_tuning(spec_file: Path, tmp_path: Path) -> None:
@@ -222,7 +306,7 @@ def test_a_tuned_file_made_for_another_run_is_refused(spec_file: Path, tmp_path:
     before = run_files(tmp_path / "results")
     code, output = train_tuned(spec_file, tmp_path, method, tuned_sgd, "--seeds", "1", *extra)
     assert code == 2, output
-    assert difference in output and f"clbench tune tiny-tune -m {method}" in output
+    assert difference in output and f"clbench tune {spec_file} -m {method}" in output
     assert run_files(tmp_path / "results") == before
 
 
@@ -307,4 +391,35 @@ def test_report_tuning_without_tuned_files_says_how_to_make_them(spec_file: Path
     assert result.exit_code == 0, result.output
     code, output = report_tuning(tmp_path)
     assert code == 2, output
-    assert "no tuned files" in flat(output) and "clbench tune tiny-tune -m METHOD --grid" in flat(output)
+    assert "no tuned files" in flat(output)
+    assert f"clbench tune tiny-tune -m METHOD --grid KEY=V1,V2,... --results {tmp_path / 'results'}" in flat(output)
+
+
+@pytest.mark.parametrize(("scenario", "evaluation"), [("task", "task-aware"), ("class", "task-agnostic"),
+                                                      ("domain", "task-aware")])
+def test_tune_chooses_by_the_scenario_s_evaluation(spec_file: Path, tmp_path: Path, scenario: str,
+                                                   evaluation: str) -> None:
+    """The default evaluation follows the scenario; the table and the tuned file name it, and a chosen value at an
+    end of its grid (here every value of a two-value grid is one) is noted."""
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID, "--set", f"data.scenario={scenario}")
+    assert code == 0, output
+    [path] = (tmp_path / "results" / "tiny-tune" / "_tuned").glob("sgd-*.yaml")
+    choice = read_tuned_file(path)
+    assert choice.evaluation == evaluation
+    assert f"validation accuracy ({evaluation}, seed 0)" in output
+    assert f"--evaluation {evaluation}" in path.read_text()
+    side = "lowest" if choice.chosen == (("training.lr", "0.0001"),) else "highest"
+    assert f"note: sgd: training.lr={choice.chosen[0][1]} is the {side} value of its grid (0.0001, 0.05)" in output
+    report = runner.invoke(app, ["report", "tiny-tune", "--tuning", "--results", str(tmp_path / "results")])
+    assert report.exit_code == 0, report.output
+    assert f"{evaluation}" in flat(report.output) and f"is the {side} value of its grid" in flat(report.output)
+
+
+def test_tune_in_the_class_scenario_takes_an_asked_evaluation_with_a_note(spec_file: Path, tmp_path: Path) -> None:
+    code, output = tune(spec_file, tmp_path, "-m", "sgd", *GRID, "--set", "data.scenario=class", "--evaluation",
+                        "task-aware")
+    assert code == 0, output
+    [path] = (tmp_path / "results" / "tiny-tune" / "_tuned").glob("sgd-*.yaml")
+    assert read_tuned_file(path).evaluation == "task-aware"
+    assert "note: sgd: chosen by task-aware (--evaluation); the class scenario's comparison reports task-agnostic" \
+        in output

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from clihelpers import TINY, flat
+from clihelpers import TINY, flat, pasted_commands
 from filebuilders import constant_images, write_npz
 from resultbuilders import write_run, write_run_json
 from typer.testing import CliRunner
@@ -64,7 +64,8 @@ def test_report_names_a_damaged_accuracy_file_and_goes_on(damage: str, results: 
         code, output = report(results, *options)
         assert code == 0, output
         assert f"left out b/sgd/c0/seed-1: {path} is damaged" in output
-        assert "`clbench train b -m sgd --seeds 1` (with the same --set options) re-runs it" in output
+        assert f"`clbench train b -m sgd --seeds 1 --results {results}` (with the same --set options) re-runs it" \
+            in output  # its run.json records no --set options
     code, output = report(results, "--metric", "accuracy")
     assert "| sgd | 90.0 (–) | 85.0 (–) | 1 |" in output  # seed 0 alone
 
@@ -126,6 +127,36 @@ def test_train_remakes_a_run_whose_accuracy_file_is_truncated(trained: Path) -> 
     assert header["status"] == "complete" and header["resumed_after_stage"] == 2  # from the last checkpoint
     assert header["damaged_files"][0].startswith(f"{trained / 'accuracy.parquet'} is damaged: not a readable Parquet")
     assert accuracies(trained) == before
+
+
+@pytest.mark.parametrize("trouble", ["damaged", "failed"])
+def test_the_commands_a_report_prints_for_a_left_out_run_work_when_pasted(trouble: str, trained: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each `clbench train` of the report's notes (re-run the left-out run, make the missing references) runs as
+    pasted, from another folder (the data cache from the environment), into the same results folder."""
+    project = trained.parents[3].parent
+    assert train(project, "--seeds", "1")[0] == 0  # a finished run beside it: the report goes on
+    before = accuracies(trained)
+    if trouble == "damaged":
+        truncate(trained / "accuracy.parquet")
+    else:
+        (trained / "accuracy.parquet").unlink()
+        header = json.loads((trained / "run.json").read_text())
+        (trained / "run.json").write_text(json.dumps({**header, "status": "failed", "error": "RuntimeError: oom"}))
+    elsewhere = project / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("CLBENCH_DATA", str(project / "data"))
+    report = runner.invoke(app, ["report", str(project / "my.yaml"), "--results", str(project / "results")])
+    assert report.exit_code == 0, report.output
+    commands = pasted_commands(report.output, "clbench train")
+    assert [command[command.index("-m") + 1] for command in commands] == ["sgd", "joint,random"], report.output
+    for command in commands:
+        pasted = runner.invoke(app, command)
+        assert pasted.exit_code == 0, (command, pasted.output)
+    assert accuracies(trained) == before
+    assert len(list((project / "results" / "mine").glob("*/*/seed-1/accuracy.parquet"))) == 3  # + joint, random
+    assert not (elsewhere / "results").exists()
 
 
 def test_train_remakes_a_run_whose_run_json_is_not_an_object(trained: Path) -> None:

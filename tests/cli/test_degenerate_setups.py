@@ -122,11 +122,52 @@ def test_report_names_seeds_that_no_run_has(tmp_path: Path) -> None:
     assert "no run of b has seed 9" in flat(result.output)
 
 
-def test_report_names_a_seed_filter_that_matches_nothing(tmp_path: Path) -> None:
+REPORT_FORMATS = [[], ["--format", "csv"], ["--summary", "--format", "latex"], ["--time"], ["--html", "page.html"]]
+
+
+@pytest.mark.parametrize("options", REPORT_FORMATS)
+def test_a_seed_filter_that_matches_nothing_is_nothing_to_report(tmp_path: Path, options: list[str]) -> None:
     results = tmp_path / "results"
     write_run(results, "sgd", 1, [[0.9], [0.8, 0.9]])
-    result = runner.invoke(app, ["report", "b", "--results", str(results), "--seeds", "5-6"])
+    page = [str(tmp_path / option) if option.endswith(".html") else option for option in options]
+    result = runner.invoke(app, ["report", "b", "--results", str(results), "--seeds", "5-6", *page])
+    assert result.exit_code == 2, result.output
+    assert flat(result.output) == (f"error: no run of b has --seeds 5-6 in {results} (seeds there: 1); train them "
+                                   f"with `clbench train b -m METHOD --seeds 5-6 --results {results}`")
+    assert not (tmp_path / "page.html").exists()
+
+
+@pytest.mark.parametrize("options", REPORT_FORMATS[:2])
+def test_an_unknown_benchmark_is_nothing_to_report(tmp_path: Path, options: list[str]) -> None:
+    results = tmp_path / "results"
+    write_run(results, "sgd", 1, [[0.9], [0.8, 0.9]])
+    result = runner.invoke(app, ["report", "nosuch", "--results", str(results), *options])
+    assert result.exit_code == 2, result.output
+    assert f"error: no runs of nosuch in {results} (benchmarks there: b)" in flat(result.output)
+    assert "\n" not in result.output.strip()  # one line
+    # no `clbench train nosuch ...` to paste: no benchmark has that name, so train would refuse it
+    assert "no benchmark is named nosuch" in flat(result.output) and "clbench train" not in result.output
+    shipped = runner.invoke(app, ["report", "mnist5", "--results", str(results), *options])
+    assert shipped.exit_code == 2 and f"clbench train mnist5 -m METHOD --seeds 0 --results {results}" in \
+        flat(shipped.output)
+
+
+def test_runs_that_never_finished_are_nothing_to_report(tmp_path: Path) -> None:
+    from resultbuilders import write_run_json
+
+    results = tmp_path / "results"
+    write_run_json(results / "b" / "sgd" / "c0" / "seed-3", status="failed", error="boom")
+    code = runner.invoke(app, ["report", "b", "--results", str(results)])
+    assert code.exit_code == 2, code.output
+    assert (f"no finished run of b in {results}: 1 started and did not finish; `clbench train b -m sgd --seeds 3 "
+            f"--results {results}`") in flat(code.output)
+    assert runner.invoke(app, ["report", "--results", str(results)]).exit_code == 2  # every benchmark: none
+
+
+def test_a_benchmark_with_runs_is_reported_beside_one_without(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write_run(results, "sgd", 1, [[0.9], [0.8, 0.9]])
+    write_run(results, "sgd", 2, [[0.9], [0.8, 0.9]], benchmark="c")
+    result = runner.invoke(app, ["report", "--results", str(results), "--seeds", "1"])
     assert result.exit_code == 0, result.output
-    output = flat(result.output)
-    assert "no finished runs of b with --seeds 5-6" in output
-    assert "--seeds 5-6: no run of b has seeds 5-6" in output
+    assert "--seeds 1: no run of c has seed 1" in flat(result.output)

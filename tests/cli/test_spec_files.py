@@ -127,7 +127,8 @@ def test_bench_without_cached_data_prints_a_fetch_command_with_the_spec_path(in_
                                 "--results", str(tmp_path / "r")])
     assert bench.exit_code == 0, bench.output
     [command] = printed_commands(bench.output)
-    assert command == ["fetch", "mine.yaml"]
+    # the data folder (here from CLBENCH_DATA) is named, so that the pasted fetch fills the cache bench reads
+    assert command == ["fetch", "mine.yaml", "--data-dir", str(tmp_path / "empty-cache")]
     fetched = runner.invoke(app, command)  # pasted as printed: fetches the spec's data sets into the cache
     assert fetched.exit_code == 0, fetched.output
     assert (tmp_path / "empty-cache" / "mnist").is_dir()

@@ -91,6 +91,78 @@ def test_report_says_a_results_path_is_a_file(tmp_path: Path) -> None:
         assert f"--results {tmp_path / 'results.txt'} is a file, not a results folder" in output
 
 
+UNWRITABLE = Path("/proc/clbench-output")  # a folder no process can create, root included (which os.access lets by)
+needs_proc = pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+
+
+@needs_proc
+@pytest.mark.parametrize("option", ["--html", "--output", "--plot"])
+def test_report_refuses_an_output_path_it_cannot_write_before_reading_anything(option: str, tmp_path: Path) -> None:
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("")
+    cases = [(UNWRITABLE / "out", f"{option} {UNWRITABLE / 'out'} is not writable: cannot create a file in /proc"),
+             (tmp_path / "a-file" / "out", f"{option} {tmp_path / 'a-file' / 'out'} cannot be created: "
+                                           f"{tmp_path / 'a-file'} is a file, not a folder")]
+    if option == "--plot":
+        cases.append((tmp_path / "a-file", f"--plot {tmp_path / 'a-file'} is a file, not a folder"))
+    else:
+        cases.append((tmp_path / "a-folder", f"{option} {tmp_path / 'a-folder'} is a folder, not a file"))
+    for path, expected in cases:  # no results folder: had the output been checked after reading, that would fail
+        code, output = invoke("report", "b", "--results", str(tmp_path / "no-results"), option, str(path))
+        assert code == 2, output
+        assert f"error: {expected}" in output
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a-file", "a-folder"]
+
+
+def test_report_output_creates_its_folder(tmp_path: Path) -> None:
+    from resultbuilders import write_run
+
+    write_run(tmp_path / "results", "sgd", 0, [[0.9], [0.8, 0.9]])
+    code, output = invoke("report", "b", "--results", str(tmp_path / "results"), "--metric", "accuracy", "-o",
+                          str(tmp_path / "new" / "report.md"))
+    assert code == 0, output
+    assert "| sgd      | 90.0 (–) | 85.0 (–) | 1     |" in (tmp_path / "new" / "report.md").read_text()
+
+
+@needs_proc
+@pytest.mark.parametrize("command", [["train", "mnist2", "-m", "sgd"], ["tune", "mnist2", "-m", "ewc"],
+                                     ["evaluate", "mnist2", "-m", "sgd"], ["bench", "mnist2", "-m", "sgd"]])
+def test_a_results_folder_that_cannot_be_created_is_refused_for_root_too(command: list[str], tmp_path: Path) -> None:
+    code, output = invoke(*command, "--results", str(UNWRITABLE), "--data-dir", str(tmp_path / "data"))
+    assert code == 2, output
+    assert f"error: --results {UNWRITABLE} is not writable: cannot create a file in /proc" in output
+
+
+@needs_proc
+def test_fetch_refuses_a_data_folder_it_cannot_write(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    for data_dir, expected in ((UNWRITABLE, "is not writable: cannot create a file in /proc"),
+                               (tmp_path / "a-file", "is a file, not a folder")):
+        code, output = invoke("fetch", "mnist", "--data-dir", str(data_dir), "--mirror", str(tmp_path / "none"))
+        assert code == 2, output
+        assert f"error: --data-dir {data_dir} {expected}" in output
+
+
+def test_an_immutable_folder_is_refused_although_root_may_write_there(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(locked)], capture_output=True,
+                                                        check=False).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        for command in (["report", "b", "--html", str(locked / "page.html")],
+                        ["train", "mnist2", "-m", "sgd", "--results", str(locked / "results"), *offline(tmp_path)]):
+            code, output = invoke(*command)
+            assert code == 2, output
+            assert "is not writable" in output and str(locked) in output
+    finally:
+        subprocess.run(["chattr", "-i", str(locked)], check=True)
+    assert list(locked.iterdir()) == []
+
+
 @pytest.mark.parametrize(("attribute", "expected"), [
     ("name = 3", "Bad.name is 3 (int); set it to a string"),
     ("name = None", "Bad has no `name`"),

@@ -90,6 +90,18 @@ def test_a_split_over_the_budget_is_normalised_per_batch_and_gives_the_same_numb
            [(e.loss, e.accuracy) for *_, e, _ in evaluate_stage(approach, plain, 2)]
 
 
+def test_the_budget_counts_every_split_kept_together() -> None:
+    """A budget of two test sets and a bit: the first two kept (2 x 90 x 784 x 4 bytes), the third refused, as the
+    three together would pass the budget."""
+    spec, _ = _tasks("mlp", "permuted")
+    one_test_set = 90 * 784 * 4
+    _, tasks = _tasks("mlp", "permuted", budget=2 * one_test_set + 100)
+    evaluate_stage(make_approach("sgd", spec, tasks), tasks, 2)
+    cache = tasks[0].test.cache
+    assert cache is not None and cache.used_bytes == 2 * one_test_set <= cache.budget_bytes
+    assert [cache.inputs(task.test) is not None for task in tasks.tasks] == [True, True, False]
+
+
 def test_training_data_is_not_cached_and_index_batches_are_normalised_per_batch() -> None:
     _, tasks = _tasks("mlp", "permuted")
     assert all(task.train.cache is None for task in tasks.tasks)

@@ -52,12 +52,23 @@ def test_spaces_around_keys_and_values_are_dropped() -> None:
     (["data.datasets='mnist"], "missing \"'\""),
     (["hat.smax=25,50,25"], "'25' is given twice"),
     (["hat.smax=25", "hat.smax=50"], "already a --grid key"),
+    (["ewc.lamb=1e3,1000"], "1e3 and 1000 are the same value once read"),
+    (["training.lr=0.5,5e-1"], "0.5 and 5e-1 are the same value once read"),
+    (["ewc.lamb=500,1000.0,1e3"], "1000.0 and 1e3 are the same value once read"),
+    (["network.hidden=[100,100],[1e2,100]"], "[100,100] and [1e2,100] are the same value once read"),
 ])
 def test_malformed_options_name_the_option(specs: list[str], message: str) -> None:
     with pytest.raises(GridError, match=re.escape(message)) as error:
         expand_grid(specs)
     assert specs[-1] in str(error.value)  # the message quotes the option
     assert isinstance(error.value, ClbenchError)  # the CLI prints it on one line and exits 2
+
+
+def test_values_that_read_differently_are_kept() -> None:
+    """Booleans are not numbers, strings that are no numbers stay strings: each is its own grid point."""
+    assert expand_grid(["x.flag=true,1"]) == [["x.flag=true"], ["x.flag=1"]]
+    assert expand_grid(["data.datasets=[mnist],[fashion]"]) == [["data.datasets=[mnist]"], ["data.datasets=[fashion]"]]
+    assert expand_grid(["ewc.lamb=1e3,1e4"]) == [["ewc.lamb=1e3"], ["ewc.lamb=1e4"]]
 
 
 def test_every_grid_point_is_validated_by_the_resolver() -> None:

@@ -19,7 +19,7 @@ from resultbuilders import golden_results, write_run, write_run_json
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report import build_report, load_results
+from clbench.report import MonitoringReporter, Results, Table, build_report, load_results
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -41,6 +41,21 @@ def tables_block(page: str, kind: str) -> str:
     found = re.findall(rf'<div class="tables" data-table="{re.escape(kind)}">\n(.*?)</div>\n', page, re.DOTALL)
     assert len(found) == 1, f"{len(found)} blocks of {kind}"
     return found[0]
+
+
+def figures(page: str, kind: str) -> list[tuple[str, str | None]]:
+    """(alt text, caption or None) of each <figure> in the page's one `<div class="KIND">`."""
+    [block] = re.findall(rf'<div class="{re.escape(kind)}">\n(.*?)\n</div>\n', page, re.DOTALL)
+    return [(alt, caption or None) for alt, caption in re.findall(
+        r'<figure><img src="[^"]*" alt="([^"]*)">(?:<figcaption>([^<]*)</figcaption>)?</figure>', block)]
+
+
+class TablesOnlyReporter(MonitoringReporter):
+    """A plugin's reporter with one table and no figures."""
+
+    def tables(self, results: Results) -> list[Table]:
+        return [Table(["runs"], [[str(sum(run["method"] == self.method for run in results.info.values()))]],
+                      title=f"{self.method}: tables only")]
 
 
 class Images(HTMLParser):
@@ -102,6 +117,26 @@ def test_every_image_is_an_embedded_png(page: str) -> None:
         image = Image.open(io.BytesIO(data))
         image.verify()
         assert image.size[0] > 0 and image.size[1] > 0
+
+
+def test_curves_and_monitoring_figures_have_captions_and_heat_maps_do_not(page: str) -> None:
+    """A heat map's title names its approach already; the curves and the monitoring figures say what they show."""
+    caption = "forgetting-ratio per stage, mean over seeds"
+    assert figures(page, "curves") == [(caption, caption)]
+    assert figures(page, "matrices") == [(method, None) for method in ("ewc", "hat", "joint", "random", "sgd")]
+    stems = ["b-hat-capacity", "b-hat-layers", "b-hat-reuse"]
+    assert figures(page, "figures") == [(stem, stem) for stem in stems]
+
+
+def test_a_monitoring_section_with_tables_and_no_figures_is_on_the_page(tmp_path: Path) -> None:
+    for seed in (0, 1):
+        write_run_json(write_run(tmp_path / "results", "fake", seed, [[0.9], [0.8, 0.9]]),
+                       monitoring_reporter="test_html_report:TablesOnlyReporter")
+    page = make_page(tmp_path / "results", tmp_path / "page.html")
+    printed = cli("b", "--results", str(tmp_path / "results"), "--format", "html", "--monitoring")
+    assert "fake: tables only" in printed and tables_block(page, "monitoring-fake") == printed
+    section = page[page.index('id="b-monitoring-fake"'):page.index('id="b-provenance"')]
+    assert 'data-table="monitoring-fake"' in section and "<figure>" not in section
 
 
 def test_the_page_needs_nothing_outside_it(page: str) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.abc
 import logging
 import math
+import os
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import syscalltrace
 import torch
 from clihelpers import NPZ_SPEC, TINY, invoke_fresh
 from filebuilders import write_npz
@@ -25,12 +28,14 @@ from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 from clbench.approaches import REGISTRY
 from clbench.run.engine import SilentObserver, execute
 from clbench.run.loggers.csv_writer import COLUMNS, CsvWriter
+from clbench.run.loggers.wandb_writer import CACHE_FOLDER
 from clbench.run.plan import RunPlan, plan_runs
 
 CPU = torch.device("cpu")
 SPEC = tiny_spec("mlp", n_tasks=2, training=replace(TINY_TRAINING, max_epochs=2))  # 2 tasks x 2 epochs
 TIMING = ["stage_train_seconds", "stage_eval_seconds", "started_utc", "finished_utc"]
 LOGGER_MODULE = "clbench.run.loggers.run_loggers"
+REPO = Path(__file__).resolve().parents[2]
 
 
 class EpochRecorder(SilentObserver):
@@ -250,6 +255,19 @@ def test_a_wandb_offline_run_holds_the_same_scalars_as_the_csv(tmp_path: Path, m
     assert series == expected
 
 
+def test_a_wandb_run_writes_its_service_logs_in_its_folder_and_restores_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """W&B's cache (its service's debug logs) is the run folder's, even where WANDB_CACHE_DIR names another; the
+    variables set while W&B starts are restored once it has."""
+    pytest.importorskip("wandb", reason="the wandb extra is not installed")
+    offline_wandb(tmp_path, monkeypatch)
+    before = dict(os.environ)
+    plan = train(tmp_path / "r", "sgd", ("wandb",))
+    assert dict(os.environ) == before
+    assert list((plan.run_dir / "logs" / CACHE_FOLDER).rglob("*.log"))
+    assert not Path(os.environ["WANDB_CACHE_DIR"]).exists()
+
+
 def test_wandb_that_cannot_start_is_reported_once_and_the_run_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     wandb = pytest.importorskip("wandb", reason="the wandb extra is not installed")
@@ -262,6 +280,50 @@ def test_wandb_that_cannot_start_is_reported_once_and_the_run_goes_on(
         plan = train(tmp_path, "sgd", ("wandb", "csv"))
     assert len([record for record in caplog.records if record.name == LOGGER_MODULE]) == 1
     assert (plan.run_dir / "logs" / "scalars.csv").is_file()
+
+
+def traced_training(tmp_path: Path, loggers: str) -> tuple[Path, list[str]]:
+    """`clbench train` of two seeds with `loggers`, without network, under strace, in `tmp_path/work` with HOME and
+    TMPDIR fresh folders beside it: the working folder and the trace."""
+    work = tmp_path / "work"
+    for folder in (work, tmp_path / "home", tmp_path / "tmp"):
+        folder.mkdir()
+    write_npz(work / "arrays.npz")
+    (work / "my.yaml").write_text(NPZ_SPEC)
+    command = [sys.executable, "-m", "clbench", "train", "my.yaml", "-m", "sgd", "--seeds", "0-1", "--results", "r",
+               "--data-dir", "data", *TINY, "--log", loggers]
+    environment = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp"),
+                   "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}  # no WANDB_* variable
+    done = subprocess.run(syscalltrace.traced(command, tmp_path / "trace"), cwd=work, env=environment,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return work, syscalltrace.trace_lines(tmp_path / "trace")
+
+
+@pytest.mark.slow
+def test_offline_wandb_sends_nothing_and_every_logger_writes_only_in_its_run_folder(tmp_path: Path) -> None:
+    """Two seeds with every logger: no connection, no name lookup; no file in HOME; only transient sockets in
+    TMPDIR; every file written under the results inside its own run folder (the data cache, clbench's transient
+    write check and its `git status` of its own checkout aside)."""
+    pytest.importorskip("wandb", reason="the wandb extra is not installed")
+    pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
+    reason = syscalltrace.unavailable()
+    if reason:
+        pytest.skip(reason)
+    work, lines = traced_training(tmp_path, "tensorboard,csv,wandb")
+    assert syscalltrace.network_attempts(lines) == []
+    created = syscalltrace.created_paths(lines, work)
+    assert any(path.suffix == ".wandb" for _, path in created)  # the trace saw the W&B run being written
+    assert syscalltrace.outside(created, work, tmp_path / "tmp", REPO / ".git") == []
+    assert list((tmp_path / "home").iterdir()) == [] and list((tmp_path / "tmp").iterdir()) == []
+    run_dirs = sorted(path.parent.parent for path in (work / "r").glob("*/*/*/seed-*/logs/scalars.csv"))
+    assert [path.name for path in run_dirs] == ["seed-0", "seed-1"]
+    files = [(call, path) for call, path in created if not call.startswith("mkdir")]
+    assert syscalltrace.outside([item for item in files if item[1].is_relative_to(work / "r")], *run_dirs) == []
+    for run_dir in run_dirs:  # each run's W&B service ran for that run alone and wrote its log there
+        assert list((run_dir / "logs").glob("wandb/offline-run-*/run-*.wandb"))
+        assert list((run_dir / "logs" / CACHE_FOLDER).rglob("*.log"))
+    assert sorted(path.name for path in work.iterdir()) == ["arrays.npz", "data", "my.yaml", "r"]
 
 
 # ---------------------------------------------------------------------------------------------- the CLI

@@ -231,6 +231,16 @@ def test_mammoth_forgetting_takes_the_accuracy_just_before_learning() -> None:
     assert metrics.mammoth_forgetting(lower) == pytest.approx(0.60 / 3)
 
 
+def test_mammoth_forgetting_per_stage_never_looks_at_later_stages() -> None:
+    """Task 1 is best at the last stage: the value at stage 2 is Mammoth's on the stages <= 2 only."""
+    matrix = np.array([[0.50, NAN, NAN],
+                       [0.40, 0.80, NAN],
+                       [0.55, 0.70, 0.90]])
+    # t=2: task 1: max(0.50, 0.40) - 0.40 = 0.10 (the 0.55 of stage 3 is not there yet)
+    # t=3: task 1: max(0.50, 0.40, 0.55) - 0.55 = 0.0 ; task 2: max(0.80, 0.70) - 0.70 = 0.10 ; mean 0.05
+    assert metrics.mammoth_forgetting_by_stage(matrix)[1:].tolist() == pytest.approx([0.10, 0.05])
+
+
 def test_mammoth_forgetting_of_a_single_task_and_inputs_untouched() -> None:
     one = np.array([[0.90]])
     assert np.isnan(metrics.mammoth_forgetting_by_stage(one)).all() and np.isnan(metrics.mammoth_forgetting(one))

@@ -20,7 +20,7 @@ from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec,
 
 import clbench.approaches.base as base
 from clbench.approaches import REGISTRY, ApproachContext, resolve
-from clbench.approaches.datatypes import StepInfo
+from clbench.approaches.datatypes import EpochLog, StepInfo
 from clbench.data.tasks import Batch, LabelledData, build_tasks
 from clbench.errors import SpecError
 from clbench.report import build_report, load_results
@@ -148,6 +148,23 @@ def test_validation_fraction_0_keeps_every_training_sample_in_the_training_split
     assert [len(task.valid) for task in subsampled] == [0, 0, 0]
 
 
+@pytest.mark.parametrize("validation_fraction", [0.0, 0.15])
+def test_without_a_validation_split_the_epoch_logs_have_no_validation_numbers(validation_fraction: float) -> None:
+    """No validation split: each epoch's validation loss and accuracy are NaN (not the 0 of a mean over no batch),
+    and so is the task's; with one they are the split's numbers (a loss > 0)."""
+    spec = with_data(tiny_spec("mlp", training=replace(ONLINE, max_epochs=2)), validation_fraction=validation_fraction)
+    tasks = tiny_tasks(spec)
+    approach = make_approach("sgd", spec, tasks)
+    epochs: list[EpochLog] = []
+    log = approach.learn_task(0, tasks, epochs.append)
+    assert len(epochs) == 2 and log.epochs == 2
+    numbers = [value for epoch in epochs for value in (epoch.valid_loss, epoch.valid_accuracy)] + [log.best_valid_loss]
+    if validation_fraction == 0.0:
+        assert all(math.isnan(value) for value in numbers), numbers
+    else:
+        assert all(math.isfinite(value) for value in numbers) and log.best_valid_loss > 0, numbers
+
+
 def test_a_run_without_a_validation_split_stores_test_rows_and_no_validation_rows(tmp_path: Path) -> None:
     spec = tiny_spec("mlp", training=ONLINE)
     online = run_rows(with_data(spec, validation_fraction=0.0), tmp_path / "online")
@@ -237,6 +254,18 @@ def test_the_class_scenario_cross_entropy_is_over_the_seen_classes_or_every_outp
     assert [approach.loss_tasks(stage) for stage in range(3)] == ([1, 2, 3] if class_loss == "seen" else [3, 3, 3])
 
 
+@pytest.mark.parametrize("class_loss", ["seen", "all"])
+def test_the_task_agnostic_prediction_is_over_the_classes_seen_so_far_whatever_the_class_loss(
+        class_loss: str) -> None:
+    """Before the last stage the argmax runs over the tasks learned so far: after task 1 over LOGITS[:2] (class 1),
+    after task 2 over LOGITS[:4] (class 1); after task 3 over all six (class 4, task 3's first class)."""
+    approach, batch = hand_made("sgd", "class", class_loss)
+    for n_tasks, outputs, predicted in ((1, 2, 1), (2, 4, 1), (3, 6, 4)):
+        logits = approach.predict_classes(batch.inputs, n_tasks)
+        assert logits.tolist() == [LOGITS[:outputs]] * 2, (n_tasks, logits.shape)
+        assert logits.argmax(1).tolist() == [predicted, predicted]
+
+
 def test_the_task_scenario_ignores_class_loss() -> None:
     approach, batch = hand_made("sgd", "task", "all")
     assert [approach.loss_tasks(stage) for stage in range(3)] == [1, 2, 3]
@@ -302,9 +331,10 @@ def test_the_default_protocol_leaves_stored_runs_hashes_and_other_values_change_
     # `plan_runs(load_benchmark("mnist2"), ["sgd"], [0], ...)[0].config_hash`
     assert config_hash() == "5ff51f1b4daa"
     assert config_hash("training.early_stopping=true", "training.class_loss=seen") == "5ff51f1b4daa"
-    others = {config_hash("training.early_stopping=false"), config_hash("training.class_loss=all"),
-              config_hash("data.scenario=class", "training.class_loss=all"), config_hash("data.scenario=class")}
-    assert len(others) == 4 and "5ff51f1b4daa" not in others
+    assert config_hash("training.class_loss=all") == "5ff51f1b4daa"  # the task scenario's loss: the default's run
+    others = {config_hash("training.early_stopping=false"), config_hash("data.scenario=class"),
+              config_hash("data.scenario=class", "training.class_loss=all")}
+    assert len(others) == 3 and "5ff51f1b4daa" not in others
 
 
 # ---------------------------------------------------------------------------------------------- rows and reports

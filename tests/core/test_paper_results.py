@@ -193,6 +193,21 @@ def invoke(*arguments: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def test_runs_of_no_approach_in_the_paper_s_table_say_there_is_nothing_to_compare(tmp_path: Path) -> None:
+    write_mnist2(tmp_path, "derpp", range(1), [0.70, 0.74], mnist2_config("derpp"))
+    code, output = invoke("mnist2", "--results", str(tmp_path), "--paper")
+    assert code == 0, output
+    assert output.splitlines()[0] == ("- nothing to compare with the paper (tab:5MNIST): no approach here (derpp) is "
+                                      "one of its hat, imm-mean, imm-mode, sgd")
+
+
+def test_a_report_without_numbers_says_there_is_nothing_to_compare() -> None:
+    comparison = compare("mnist2", [], load_paper_results())
+    assert comparison.rows == [] and comparison.notes[0] == (
+        "nothing to compare with the paper (tab:5MNIST): no approach of mnist2 has a number in its metric (accuracy) "
+        "here (see the notes below)")
+
+
 def test_full_protocol_runs_show_the_papers_numbers_and_the_differences(tmp_path: Path) -> None:
     hat = mnist2_config("hat", max_epochs=50, hyperparameters={"smax": 400, "c": 0.1})
     write_mnist2(tmp_path, "hat", range(10), lambda seed: [0.97, 0.99] if seed < 5 else [0.99, 0.99], hat)

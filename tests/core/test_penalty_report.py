@@ -124,7 +124,7 @@ def test_the_main_table_warns_under_it_when_a_penalty_was_unstable(tmp_path: Pat
     # after task 2: seed 0 has 4 unstable weights (max 5.0), seed 1 has 2 (max 3.0); task 1's rows do not count
     assert ("si: plain SGD is unstable on its penalty (lr * 2 * strength * Omega > 2, up to 5) for 6 weights of "
             "layers.1.weight (seeds 0-1)") in output
-    assert "`clbench report b --monitoring`" in output and "--grid si.c=..." in output
+    assert f"`clbench report b --monitoring --results {tmp_path}`" in output and "--grid si.c=..." in output
     assert "mas:" not in output  # a stable penalty gets no warning
 
 

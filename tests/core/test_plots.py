@@ -132,3 +132,17 @@ def test_the_curve_figure_draws_both_evaluations_when_the_runs_have_both(tmp_pat
     assert set(lines) == {"sgd (task-aware)", "hat (task-aware)", "sgd (task-agnostic)"}
     assert lines["sgd (task-agnostic)"].get_linestyle() == "--"
     assert list(lines["sgd (task-agnostic)"].get_ydata()) == pytest.approx([90.0, 50.0])
+
+
+def test_a_domain_run_has_one_curve_beside_runs_with_both_evaluations(tmp_path: Path, monkeypatch) -> None:
+    write_run(tmp_path, "sgd", 0, [[0.9], [0.8, 0.9]], config_hash="t", agnostic=[[0.9], [0.1, 0.9]])
+    write_run(tmp_path, "sgd", 0, [[0.7], [0.6, 0.7]], config_hash="d", scenario="domain")  # one evaluation
+    drawn = []
+    monkeypatch.setattr(plots, "save", lambda figure, directory, name: drawn.append(figure) or [directory / name])
+    request = ReportRequest(True, False, False, False, "markdown", "accuracy", False, False, None, tmp_path / "p",
+                            evaluation="task-aware")
+    run_report(tmp_path, "b", request)
+    [figure] = drawn
+    labels = [line.get_label() for line in figure.axes[0].get_lines()]
+    assert sorted(labels) == ["sgd (scenario=domain) (task-aware)", "sgd (scenario=task) (task-agnostic)",
+                              "sgd (scenario=task) (task-aware)"]

@@ -66,6 +66,20 @@ def test_intransigence_needs_only_the_joint(tmp_path: Path) -> None:
     assert "sgd" not in dict(build_report(tmp_path, "b").rows)
 
 
+def test_the_summary_names_the_joint_its_intransigence_column_lacks(tmp_path: Path) -> None:
+    write_run(tmp_path, "joint", 0, JOINT)
+    write_run(tmp_path, "sgd", 0, [[0.90], [0.70, 0.80], [0.60, 0.50, 0.95]])  # I 0.20/3 at t=3
+    write_run(tmp_path, "ewc", 1, [[0.90], [0.70, 0.80], [0.60, 0.50, 0.95]], config_hash="e1")  # no joint seed 1
+    result = CliRunner().invoke(app, ["report", "b", "--results", str(tmp_path), "--summary"])
+    assert result.exit_code == 0, result.output
+    rows = {line.split("|")[1].strip(): line.split("|") for line in result.output.splitlines()
+            if line.startswith("| ") and not line.startswith("| approach")}
+    assert rows["ewc"][8].strip() == "–" and rows["sgd"][8].strip() == "6.7 (–)"
+    [note] = [" ".join(line.split()) for line in result.output.split("\n- ") if "intransigence" in line]
+    assert note.startswith("I (intransigence) of ewc: no joint reference with the data, network, protocol and seed")
+    assert "make it with `clbench train b -m joint --seeds 1 --set data.max_train_samples=9" in note
+
+
 def test_missing_joint_is_named_with_the_command(tmp_path: Path) -> None:
     make_results(tmp_path)
     write_run(tmp_path, "sgd", 2, [[0.9], [0.7, 0.9], [0.6, 0.5, 0.9]])
@@ -151,10 +165,11 @@ def test_task_agnostic_accuracy_and_forgetting_ratio_by_hand(tmp_path: Path) -> 
     agnostic = build_report(tmp_path, "b", "accuracy", results=load_results(tmp_path, "b", evaluation="task-agnostic"))
     assert [cell.mean for cell in aware] == pytest.approx([0.9, 0.85])
     assert [cell.mean for cell in dict(agnostic.rows)["sgd"]] == pytest.approx([0.9, 0.475])
-    # rho with A_R^u the mean of random's column over t >= u: task 1 (0.5 + 0.25) / 2 = 0.375, task 2 0.25
-    # t1: (0.9 - 0.375) / (0.9 - 0.375) - 1 = 0; t2: mean((0.0 - 0.375) / (0.7 - 0.375) - 1,
-    #                                                  (0.95 - 0.25) / (0.7 - 0.25) - 1)
-    expected = ((0.0 - 0.375) / (0.7 - 0.375) - 1 + (0.95 - 0.25) / (0.7 - 0.25) - 1) / 2
+    # rho with A_R^{u<=t} the random run's accuracy at the stage itself (its chance level falls as classes are
+    # added): t1: (0.9 - 0.5) / (0.9 - 0.5) - 1 = 0; t2: mean((0.0 - 0.25) / (0.7 - 0.25) - 1 = -14/9,
+    # (0.95 - 0.25) / (0.7 - 0.25) - 1 = 5/9) = -0.5. The paper's task-aware A_R^u (the column mean, 0.375 for
+    # task 1) would give -0.80 here.
+    expected = -0.5
     results = load_results(tmp_path, "b", evaluation="task-agnostic")
     ratio = dict(build_report(tmp_path, "b", "forgetting-ratio", results=results).rows)["sgd"]
     assert [cell.mean for cell in ratio] == pytest.approx([0.0, expected])

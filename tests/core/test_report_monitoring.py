@@ -117,6 +117,19 @@ def test_hat_without_hat_runs_says_there_are_none(tmp_path: Path) -> None:
     assert output == f"- no finished hat runs of b in {tmp_path}\n"
 
 
+def test_monitoring_without_any_tables_says_so_and_why(tmp_path: Path) -> None:
+    write_run_json(write_run(tmp_path, "sgd", 0, [[0.9], [0.8, 0.9]]), monitoring_reporter=None)
+    write_run_json(write_run(tmp_path, "ewc", 0, [[0.9], [0.8, 0.9]]), monitoring_reporter=None)
+    code, output = invoke("b", "--results", str(tmp_path), "--monitoring")
+    assert code == 0, output
+    assert output == "- no monitoring tables for b: ewc, sgd declare no monitoring report\n"
+    # si declares one (`LEGACY_REPORTERS`) but its run stored no importance table.
+    write_run(tmp_path, "si", 0, [[0.9], [0.8, 0.9]])
+    code, output = invoke("b", "--results", str(tmp_path), "--monitoring")
+    assert code == 0, output
+    assert output == "- no monitoring tables for b: si stored none in its runs; ewc, sgd declare no monitoring report\n"
+
+
 def method_modules() -> list[str]:
     """Every built-in method's own package or module: `clbench.approaches.hat`, `clbench.approaches.sgd`, ..."""
     from clbench.approaches import BUILTINS

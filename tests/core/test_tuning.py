@@ -17,7 +17,7 @@ import yaml
 
 from clbench.results import select_split
 from clbench.tuning import scoring, tuned_file
-from clbench.tuning.comparison import compare_winners, compare_with_test
+from clbench.tuning.comparison import compare_winners, compare_with_test, tuning_points
 from clbench.tuning.scoring import PointScore, TuningError
 
 NAN = math.nan
@@ -186,6 +186,20 @@ def test_the_forgetting_ratio_rule_needs_its_references() -> None:
         scoring.select(points)
 
 
+def test_references_longer_than_the_run_are_cut_to_its_stages() -> None:
+    """A 1-stage run scored against 2-stage references takes their stage-1 part: joint [[0.9]], random [[0.5]], so
+    A_J = 0.9 and A_R = 0.5. q0, A = 0.9: (0.9-0.5)/(0.9-0.5) - 1 = 0.0; q1, A = 0.7: (0.7-0.5)/0.4 - 1 = -0.5.
+    (The whole 2-stage references would give q0 ((0.4/0.3 - 1) + (0.4/0.2 - 1)) / 2 = 2/3.)"""
+    rows = []
+    for index, (value, accuracy) in enumerate([("0.1", 0.9), ("0.01", 0.7)]):
+        rows += run_rows(f"toy/m/q{index}/seed-0", "m", [f"toy.lr={value}"], "validation", [[accuracy]])
+    rows += run_rows("toy/joint/j/seed-0", "joint", [], "validation", [[0.9], [0.8, 0.7]])
+    rows += run_rows("toy/random/r/seed-0", "random", [], "validation", [[0.5], [0.5, 0.5]])
+    points = scoring.score_points(pd.DataFrame(rows), "m", RHO_GRID, rule="forgetting-ratio")
+    assert [point.score for point in points] == pytest.approx([0.0, -0.5])
+    assert scoring.select(points).values == (("toy.lr", "0.1"),)
+
+
 def write(tmp_path: Path) -> tuple[Path, tuned_file.TunedChoice]:
     choice = choose(grid_rows())
     path = tuned_file.tuned_path(tmp_path, "toy", "m", "abc123")
@@ -226,7 +240,7 @@ def test_the_refusal_names_the_asking_run_s_options(tmp_path: Path) -> None:
     path, _ = write(tmp_path)
     # The file's --set is training.max_epochs=3; a run with max_epochs=5 has another config hash: the command that
     # makes its tuned file carries the run's own options.
-    with pytest.raises(TuningError, match=r"--grid toy.c=1,2 --set training.max_epochs=5`$"):
+    with pytest.raises(TuningError, match=r"--grid toy.c=1,2 --set training.max_epochs=5 --evaluation task-aware"):
         tuned_file.read_tuned(path, "toy", "def456", "m", overrides=["training.max_epochs=5"])
 
 
@@ -269,6 +283,30 @@ def test_a_recomputed_digest_still_needs_the_file_s_own_fields(tmp_path: Path) -
         tuned_file.read_tuned(path, "toy", "abc123", "m")
 
 
+def test_a_comment_edit_leaves_the_identity_that_runs_record_and_the_report_counts(tmp_path: Path) -> None:
+    path, choice = write(tmp_path)
+    recorded = tuned_file.tuned_sha256(path)  # what `train --tuned` records in every row of its runs
+    before = tuned_file.file_sha256(path)
+    rows = grid_rows()
+    tuned_run = pd.DataFrame(run_rows("toy/m/t1/seed-1", "m", ["training.max_epochs=3", "toy.lr=0.1", "toy.c=2"],
+                                      "test", [[0.9], [0.8, 0.9]], seed=1)).assign(tuned_sha256=recorded)
+    path.write_text(path.read_text().replace("# Hyper-parameters", "# Tuned on Monday.\n# Hyper-parameters"))
+    assert tuned_file.file_sha256(path) != before  # other bytes, the same fields
+    assert tuned_file.tuned_sha256(path) == recorded
+    assert tuned_file.read_tuned(path, "toy", "abc123", "m") == choice
+    points, notes = tuning_points(pd.concat([rows, tuned_run], ignore_index=True), [path])
+    assert set(points["tuned_seeds"]) == {"1"} and not [note for note in notes if "changed" in note]
+
+
+def test_runs_that_recorded_the_file_s_bytes_are_still_counted(tmp_path: Path) -> None:
+    path, _ = write(tmp_path)
+    stored_before = pd.DataFrame(run_rows("toy/m/t2/seed-2", "m", ["training.max_epochs=3", "toy.lr=0.1", "toy.c=2"],
+                                          "test", [[0.9], [0.8, 0.9]], seed=2))
+    points, _ = tuning_points(pd.concat([grid_rows(), stored_before.assign(
+        tuned_sha256=tuned_file.file_sha256(path))], ignore_index=True), [path])
+    assert set(points["tuned_seeds"]) == {"2"}
+
+
 def test_file_sha256(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"abc")
@@ -281,3 +319,42 @@ def test_unknown_rules_and_empty_grids_are_refused() -> None:
         scoring.score_points(grid_rows(), "m", GRID, rule="loss")
     with pytest.raises(TuningError, match="needs a grid"):
         scoring.score_points(grid_rows(), "m", [])
+
+
+@pytest.mark.parametrize(("grid", "chosen", "ends"), [
+    (["ewc.lamb=500,5000,50000"], [("ewc.lamb", "50000")], [("ewc.lamb", "50000", "highest")]),
+    (["ewc.lamb=500,5000,50000"], [("ewc.lamb", "5000")], []),
+    (["ewc.lamb=5000,500,50000"], [("ewc.lamb", "500")], [("ewc.lamb", "500", "lowest")]),  # by value, not order
+    (["a.x=1e-2,0.1,1", "a.flag=true,false"], [("a.x", "1e-2"), ("a.flag", "true")], [("a.x", "1e-2", "lowest")]),
+    (["a.x=0.1,1", "a.y=[1,2],[3]"], [("a.x", "1"), ("a.y", "[3]")], [("a.x", "1", "highest")]),
+])
+def test_a_chosen_value_at_an_end_of_its_grid_is_found(grid: list[str], chosen: list[tuple[str, str]],
+                                                       ends: list[tuple[str, str, str]]) -> None:
+    assert [found[:3] for found in scoring.grid_ends(grid, chosen)] == ends
+
+
+def test_report_tuning_notes_a_choice_at_an_end_of_its_grid(tmp_path: Path) -> None:
+    from clbench.tuning.comparison import tuning_points
+
+    path, choice = write(tmp_path)
+    assert choice.chosen == (("toy.lr", "0.1"), ("toy.c", "2"))  # both the largest of their values
+    _, notes = tuning_points(grid_rows(), [path])
+    assert f"m: toy.lr=0.1 is the highest value of its grid (0.1, 0.01); the best value may lie beyond the grid: " \
+           f"tune again with values above 0.1 ({path.name})" in notes
+    assert any(note.startswith("m: toy.c=2 is the highest value of its grid (1, 2)") for note in notes)
+
+
+@pytest.mark.parametrize(("scenario", "asked", "method", "evaluation", "noted"), [
+    ("task", None, "m", "task-aware", False), ("class", None, "m", "task-agnostic", False),
+    ("domain", None, "m", "task-aware", False), (None, None, "m", "task-aware", False),
+    ("class", None, "hat", "task-aware", True),  # stores task-aware rows only
+    ("class", "task-aware", "m", "task-aware", True), ("task", "task-agnostic", "m", "task-agnostic", True),
+    ("domain", "task-agnostic", "m", "task-agnostic", False)])
+def test_tuning_scores_in_the_scenario_s_evaluation(scenario: str | None, asked: str | None, method: str,
+                                                    evaluation: str, noted: bool) -> None:
+    rows = pd.DataFrame(run_rows("toy/m/p/seed-0", "m", [], "validation", [[0.9]])
+                        + run_rows("toy/m/p/seed-0", "m", [], "validation", [[0.5]], evaluation="task-agnostic")
+                        + run_rows("toy/hat/p/seed-0", "hat", [], "validation", [[0.9]]))
+    chosen, notes = scoring.tuning_evaluation(rows, method, scenario, asked)
+    assert chosen == evaluation
+    assert bool(notes) == noted

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from torch.nn import functional
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.cli.progress import final_means
+from clbench.cli.progress import final_means, stage_line
 from clbench.errors import ResultsError
 from clbench.metrics import accuracy_matrices
 from clbench.report import build_report, load_results
@@ -144,6 +145,34 @@ def test_old_results_have_no_validation_numbers_and_report_test_rows_as_before()
     assert report.rows == [] and any("has validation rows" in note for note in report.notes)
 
 
+def test_a_protocol_that_holds_out_no_validation_split_says_so_rather_than_to_re_run(tmp_path: Path) -> None:
+    online = tiny_spec("mlp", training=replace(TINY_TRAINING, early_stopping=False, max_epochs=1))
+    online = replace(online, data=replace(online.data, validation_fraction=0.0))
+    for spec in (online, tiny_spec("mlp", training=BARELY_TRAINED)):
+        [plan] = plan_runs(spec, ["sgd"], [0], tmp_path / spec.data.validation_fraction.hex())
+        assert execute(plan, device=CPU, loader=synthetic_loader()).status == "done"
+    only_online = tmp_path / (0.0).hex()
+    report = build_report(only_online, "tiny", "accuracy", results=load_results(only_online, "tiny",
+                                                                                split="validation"))
+    [note] = [note for note in report.notes if "has validation rows" in note]
+    assert report.rows == [] and "holds out no validation split" in note and "--force" not in note
+    old = build_report(OLD_RESULTS, "legacy-tiny", "accuracy", results=load_results(OLD_RESULTS, "legacy-tiny",
+                                                                                    split="validation"))
+    assert any("re-run them with --force" in note for note in old.notes)  # stored before validation rows
+    # through the CLI it is nothing to report: exit 2 with that one line, as for an unknown benchmark or seed
+    cli = CliRunner().invoke(app, ["report", "tiny", "--results", str(only_online), "--split", "validation"])
+    assert cli.exit_code == 2 and "holds out no validation split" in cli.output and "Traceback" not in cli.output
+
+    both = tmp_path / "both"  # a run that holds one out beside it: its row, and why the other has no number
+    for source in tmp_path.iterdir():
+        if source != both:
+            shutil.copytree(source, both, dirs_exist_ok=True)
+    report = build_report(both, "tiny", "accuracy", results=load_results(both, "tiny", split="validation"))
+    assert len(report.rows) == 1
+    assert list(report.unmeasured.values()) == ["not measured (its protocol holds out no validation split: "
+                                                "data.validation_fraction 0)"]
+
+
 class AccuracyRecorder(SilentObserver):
     """Keeps the accuracies `task_finished` receives (what the progress display shows after each task)."""
 
@@ -152,6 +181,23 @@ class AccuracyRecorder(SilentObserver):
 
     def task_finished(self, plan, stage, accuracies) -> None:  # type: ignore[no-untyped-def]
         self.accuracies.append(list(accuracies))
+
+
+@pytest.mark.parametrize(("scenario", "method", "evaluation"), [
+    ("class", "sgd", "task-agnostic"), ("class", "hat", "task-aware"), ("domain", "sgd", "task-aware")])
+def test_progress_shows_the_scenario_s_evaluation(tmp_path: Path, scenario: str, method: str,
+                                                   evaluation: str) -> None:
+    """After each task, the line shows the learned tasks' test accuracies in the evaluation the scenario reports
+    (`report`'s and `evaluate`'s default); an approach that needs the task id shows its task-aware ones."""
+    kind = "permuted" if scenario == "domain" else "split"  # a domain sequence has tasks of equal size
+    spec = tiny_spec("mlp", kind, training=BARELY_TRAINED, scenario=scenario)
+    [plan] = plan_runs(spec, [method], [0], tmp_path)
+    recorder = AccuracyRecorder()
+    rows = pd.DataFrame(execute(plan, device=CPU, loader=synthetic_loader(), observer=recorder).rows)
+    learned = rows[(rows["evaluation"] == evaluation) & (rows["task"] <= rows["stage"]) & (rows["split"] == "test")]
+    assert recorder.accuracies == [learned.loc[learned["stage"] == stage, "accuracy"].tolist() for stage in (1, 2, 3)]
+    assert stage_line(plan, recorder.accuracies[0]).endswith(
+        f"% {evaluation} [{100 * recorder.accuracies[0][0]:.1f}]")
 
 
 def test_progress_shows_test_accuracies(tmp_path: Path) -> None:

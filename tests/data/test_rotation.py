@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -53,6 +54,37 @@ def test_forty_five_degrees_keeps_the_centre_and_fills_what_comes_from_outside_w
     # corner (0, 0) of a 4x4 (centre 1.5, 1.5): x = -1.5, y = 1.5 -> x' = 0, y' = 2.12 -> row -0.62 -> -1: outside
     assert four[0, 0] == 0 and rotation_sources(4, 4, 45.0)[0] == -1
     assert four.dtype == torch.uint8
+
+
+def rotated_by_hand(rows: list[list[int]], degrees: float) -> tuple[list[list[int]], int]:
+    """The docstring's rule pixel by pixel in plain Python: output (r, c) takes input (round(cy - y'), round(cx +
+    x')), 0 when that is outside; and how many output pixels take column W of a row inside, just past the right
+    edge. Asserts that no rounding is within 0.01 of a tie (so float64 noise cannot decide it)."""
+    height, width = len(rows), len(rows[0])
+    angle = math.radians(degrees)
+    cy, cx = (height - 1) / 2, (width - 1) / 2
+    out, past_the_edge = [[0] * width for _ in range(height)], 0
+    for r in range(height):
+        for c in range(width):
+            x, y = c - cx, cy - r
+            row = cy - (-math.sin(angle) * x + math.cos(angle) * y)
+            column = cx + (math.cos(angle) * x + math.sin(angle) * y)
+            assert min(abs(row % 1 - 0.5), abs(column % 1 - 0.5)) > 0.01, (r, c)
+            r_in, c_in = round(row), round(column)
+            if 0 <= r_in < height and 0 <= c_in < width:
+                out[r][c] = rows[r_in][c_in]
+            past_the_edge += 0 <= r_in < height and c_in == width
+    return out, past_the_edge
+
+
+def test_a_non_right_angle_on_28x28_is_the_rule_pixel_by_pixel() -> None:
+    """37 degrees on MNIST's size; pixels numbered 1..251 (mod 251), so one taken from the wrong place shows. Eleven
+    output pixels round to column 28, just past the right edge: they are 0, not the next row's first pixel."""
+    rows = [[(28 * r + c) % 251 + 1 for c in range(28)] for r in range(28)]
+    expected, past_the_edge = rotated_by_hand(rows, 37.0)
+    assert past_the_edge == 11
+    assert rotate_images(image(rows), 37.0)[0, 0].tolist() == expected
+    assert sum(value == 0 for row in expected for value in row) == int((rotation_sources(28, 28, 37.0) < 0).sum())
 
 
 def test_every_channel_and_image_is_rotated_alike() -> None:

@@ -11,6 +11,7 @@ blocks the new task and stops protecting the old ones. A note names the configs 
 from __future__ import annotations
 
 import math
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -73,7 +74,8 @@ class PenaltyReporter(MonitoringReporter):
                          f"{significant(float(unstable['max_stiffness'].max()))}) for {int(unstable['unstable'].sum())}"
                          f" weights of {', '.join(dict.fromkeys(unstable['parameter']))} (seeds {seeds}): its numbers"
                          f" may reflect the unstable optimisation rather than the method; see `clbench report "
-                         f"{results.command_name} --monitoring` and compare a smaller strength "
+                         f"{results.command_name} --monitoring --results {shlex.quote(str(results.results_dir))}` "
+                         f"and compare a smaller strength "
                          f"(--grid {self.method}.{STRENGTH.get(self.method, 'STRENGTH')}=...)")
         return notes
 
