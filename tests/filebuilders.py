@@ -33,3 +33,20 @@ def write_npz(path: Path, **overrides: np.ndarray) -> Path:
     arrays.update(overrides)
     np.savez(path, **arrays)
     return path
+
+
+def write_block_arrays(path: Path, seed: int = 0, n_train: int = 24, n_test: int = 8) -> Path:
+    """An npz of 4 classes (two tasks of two, `n_train` training and `n_test` test images each): a class is a bright
+    band of 7 rows of its own (rows 7c..7c+6) plus noise, so a small MLP learns it in an epoch."""
+    rng = np.random.default_rng(seed)
+
+    def images(n: int) -> tuple[np.ndarray, np.ndarray]:
+        labels = np.repeat(np.arange(4), n)
+        pixels = rng.integers(0, 60, size=(len(labels), 28, 28))
+        for label in range(4):
+            pixels[labels == label, label * 7:(label + 1) * 7, :] += 180
+        return pixels.clip(0, 255).astype(np.uint8), labels.astype(np.int64)  # (N, 28, 28), (N,)
+
+    (x_train, y_train), (x_test, y_test) = images(n_train), images(n_test)
+    np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+    return path

@@ -9,11 +9,11 @@ import json
 import shlex
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml
 from clihelpers import TINY, flat, pasted_commands
+from filebuilders import write_block_arrays
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -37,18 +37,7 @@ LEARNING_GRID = ["--grid", "training.lr=0.05,0.1"]
 
 def write_arrays(path: Path, seed: int = 0, n_train: int = 24) -> None:
     """4 classes (2 tasks of 2), `n_train` training and 8 test images each; a class is a bright block plus noise."""
-    rng = np.random.default_rng(seed)
-
-    def images(n: int) -> tuple[np.ndarray, np.ndarray]:
-        labels = np.repeat(np.arange(4), n)
-        pixels = rng.integers(0, 60, size=(len(labels), 28, 28))
-        for label in range(4):
-            pixels[labels == label, label * 7:(label + 1) * 7, :] += 180
-        return pixels.clip(0, 255).astype(np.uint8), labels.astype(np.int64)
-
-    x_train, y_train = images(n_train)
-    x_test, y_test = images(8)
-    np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+    write_block_arrays(path, seed, n_train)
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from clihelpers import TINY, flat
+from filebuilders import write_block_arrays
 from resultbuilders import write_run
 from typer.testing import CliRunner
 
@@ -33,17 +33,7 @@ network: {kind: mlp, hidden: [8]}
 def write_spec(folder: Path) -> Path:
     """Four classes, each a bright band of its own rows plus noise (24 training and 8 test images a class), as two
     tasks of two classes."""
-    rng = np.random.default_rng(0)
-
-    def images(n: int) -> tuple[np.ndarray, np.ndarray]:
-        labels = np.repeat(np.arange(4), n)
-        pixels = rng.integers(0, 60, size=(len(labels), 28, 28))
-        for label in range(4):
-            pixels[labels == label, label * 7:(label + 1) * 7, :] += 180
-        return pixels.clip(0, 255).astype(np.uint8), labels.astype(np.int64)
-
-    (x_train, y_train), (x_test, y_test) = images(24), images(8)
-    np.savez(folder / "arrays.npz", x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+    write_block_arrays(folder / "arrays.npz")
     (folder / "two.yaml").write_text(SPEC)
     return folder / "two.yaml"
 
