@@ -141,8 +141,10 @@ def git_commit() -> str | None:
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                                 timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+        # --no-optional-locks: reading the state writes no .git/index.lock into the checkout (it only refreshes
+        # git's stat cache, which nothing here needs)
+        dirty = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=5, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return f"{commit}+dirty" if dirty else commit

@@ -27,10 +27,11 @@ def spec(
     loaded = load_benchmark(benchmark, overrides)
     hyperparameters = {name: resolve(loaded, name, refuse=False).hyperparameters for name in loaded.approaches}
     command = " ".join(["clbench spec", command_argument(loaded), *(f"--set {shlex.quote(o)}" for o in overrides)])
+    refused = refusals(loaded)
+    example = next(name for name in ("hat", "sgd") if name not in refused)  # hat, unless the benchmark refuses it
     header = [f"{command}: the benchmark {loaded.name!r}, resolved, every value written out.",
               "Start your own benchmark from it: save it (`... > mine.yaml`), change `name:` (runs are stored under",
-              "it) and any value, then run `clbench train mine.yaml -m hat`.", ""]
-    refused = refusals(loaded)
+              f"it) and any value, then run `clbench train mine.yaml -m {example}`.", ""]
     if refused:
         header += ["Approaches this benchmark refuses (`clbench train` and `tune` refuse them with these words):",
                    *(f"- {reason}" for reason in refused.values()), ""]
