@@ -6,12 +6,14 @@ Torch and numpy are imported inside the command only, so that `clbench --help` s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from clbench.cli.common import DataDirOption, MirrorOption, console, default_data_dir, handle_errors
-from clbench.errors import ClbenchError, SpecError
+from clbench.cli import completion
+from clbench.cli.common import console, default_data_dir, handle_errors
+from clbench.cli.options import DataDir, Mirror
+from clbench.errors import ClbenchError, DataError, SpecError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -22,14 +24,15 @@ if TYPE_CHECKING:
 
 @handle_errors
 def fetch(
-    names: list[str] | None = typer.Argument(
-        None, metavar="NAME...", help="Data sets (mnist, fashion-mnist, ...) or benchmarks (mixture8, my.yaml, ...); "
-                                      "a spec's own `datasets:` are converted too."
-    ),
-    data_dir: Path | None = DataDirOption,
-    mirror: str | None = MirrorOption,
-    force: bool = typer.Option(False, "--force", help="Prepare again even if the cache is valid."),
-    list_: bool = typer.Option(False, "--list", help="List every data set: classes, sizes, cached or not, where."),
+    names: Annotated[list[str] | None, typer.Argument(
+        metavar="NAME...", autocompletion=completion.dataset_names,
+        help="Data sets (mnist, fashion-mnist, ...) or benchmarks (mixture8, my.yaml, ...); a spec's own `datasets:` "
+             "are converted too.")] = None,
+    data_dir: DataDir = None,
+    mirror: Mirror = None,
+    force: Annotated[bool, typer.Option("--force", help="Prepare again even if the cache is valid.")] = False,
+    list_: Annotated[bool, typer.Option(
+        "--list", help="List every data set: classes, sizes, cached or not, where.")] = False,
 ) -> None:
     """Download, verify and convert data sets (once) into the data cache."""
     from clbench.data import sources
@@ -45,7 +48,7 @@ def fetch(
     check_output_path(data_dir, "--data-dir", folder=True)
     failed = [name for name, own in targets if not _fetch_one(name, data_dir, mirror, force, own)]
     if failed:
-        raise ClbenchError(f"could not fetch {', '.join(failed)} (see above)")
+        raise DataError(f"could not fetch {', '.join(failed)} (see above)")
     _check_tasks(names)
 
 
