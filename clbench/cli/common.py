@@ -19,6 +19,9 @@ from clbench.errors import EXIT_INTERRUPTED, ClbenchError
 
 F = TypeVar("F", bound=Callable[..., object])
 
+MIRROR_SCHEMES = ("http", "https", "file")
+"""The URL schemes a `--mirror` may use: those `clbench.data.download.require_scheme` accepts."""
+
 
 def console(stderr: bool = False) -> Console:
     """A rich console for user-facing output (the library itself only logs); its `log` lines name no source file."""
@@ -105,8 +108,13 @@ def absolute_folder(value: Path) -> Path:
 
 
 def absolute_location(value: str | None) -> str | None:
-    """A mirror option (`--mirror` / $CLBENCH_MIRROR): a folder made absolute as `absolute_folder`, a URL kept."""
-    if not value or "://" in value:
+    """A mirror option (`--mirror` / $CLBENCH_MIRROR): a folder made absolute as `absolute_folder`, a URL kept; a
+    URL of another scheme than `clbench.data.download` opens (http, https, file) is a usage error (exit 2)."""
+    if not value:
+        return value
+    if "://" in value:
+        if value.split("://", 1)[0].lower() not in MIRROR_SCHEMES:
+            raise typer.BadParameter(f"unsupported URL {value!r}: use http://, https://, file:// or a local folder")
         return value
     return str(absolute_folder(Path(value)))
 

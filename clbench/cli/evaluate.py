@@ -28,6 +28,7 @@ def evaluate(
     rows) in each run folder and shows, per stage, the mean test accuracy over the tasks learned so far."""
     from rich.table import Table
 
+    from clbench.cli.progress import EvaluationProgress
     from clbench.results import TEST, check_results_folder, row_split, scenario_evaluation
     from clbench.run.engine import resolve_device
     from clbench.run.evaluate import reevaluate
@@ -48,9 +49,12 @@ def evaluate(
     table = Table("run", "stage", "mean accuracy", "per task",
                   title=f"test accuracy A<=t, {shown}: mean over the tasks learned so far")
     shared = SharedTasks()  # the runs on the same data one after another, on one task sequence
-    test_rows = {plan.run_dir: [row for row in reevaluate(plan, device=torch_device, loader=loader, shared=shared)
-                                if row_split(row) == TEST]
-                 for plan in grouped_by_data(plans, lambda plan: data_key(plan, loader, torch_device))}
+    test_rows = {}
+    with EvaluationProgress(console(stderr=True), len(plans)) as progress:
+        for plan in grouped_by_data(plans, lambda plan: data_key(plan, loader, torch_device)):
+            rows = reevaluate(plan, device=torch_device, loader=loader, shared=shared)
+            test_rows[plan.run_dir] = [row for row in rows if row_split(row) == TEST]
+            progress.run_evaluated(plan)
     for plan in plans:
         for row in table_rows(plan.run_id, test_rows[plan.run_dir], shown, plan.spec.data.scenario):
             table.add_row(*row)
