@@ -116,8 +116,9 @@ def test_version_names_clbench_torch_cuda_and_python() -> None:
 
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0
-    assert result.output.splitlines()[:2] == [f"clbench {__version__}", f"torch {torch.__version__}, CUDA available: "
-                                              f"{'yes (' + str(torch.version.cuda) + ')' if torch.cuda.is_available() else 'no'}"]
+    cuda = f"yes ({torch.version.cuda})" if torch.cuda.is_available() else "no"
+    expected = [f"clbench {__version__}", f"torch {torch.__version__}, CUDA available: {cuda}"]
+    assert result.output.splitlines()[:2] == expected
     assert sys.executable in result.output
 
 
