@@ -1,3 +1,3 @@
-from clbench.cli import main
+from clbench.cli import console_main
 
-main()
+console_main()

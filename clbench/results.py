@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 
 import clbench
-from clbench.errors import ResultsError
+from clbench.errors import EXIT_FAILURE, ResultsError
 
 SCHEMA_VERSION = 3
 # 1: task-aware rows of stages 1..T, tasks u <= t. 2: adds `evaluation` (task-aware / task-agnostic) and
@@ -258,6 +258,8 @@ def accuracy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
 
 class DamagedFileError(ResultsError):
     """A results file (run.json, a Parquet file, a checkpoint) exists but cannot be read; the message names it."""
+
+    exit_code = EXIT_FAILURE  # the command was right, the stored file is not (`clbench.errors`)
 
 
 def read_run_file(run_dir: Path) -> dict[str, Any] | None:

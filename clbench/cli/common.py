@@ -15,11 +15,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from clbench.errors import ClbenchError
+from clbench.errors import EXIT_INTERRUPTED, ClbenchError
 
 F = TypeVar("F", bound=Callable[..., object])
 
-EXIT_USAGE = 2
+MIRROR_SCHEMES = ("http", "https", "file")
+"""The URL schemes a `--mirror` may use: those `clbench.data.download.require_scheme` accepts."""
 
 
 def console(stderr: bool = False) -> Console:
@@ -28,7 +29,9 @@ def console(stderr: bool = False) -> Console:
 
 
 def handle_errors(function: F) -> F:
-    """Turn a ClbenchError into a one-line message on stderr and exit code 2 (no traceback)."""
+    """Turn a ClbenchError into a one-line message on stderr and its class's exit code (`clbench.errors`: 2 for a
+    usage error, 1 for a runtime failure), and Ctrl-C into exit code 130 (Click's own handler would exit 1); no
+    traceback."""
 
     @functools.wraps(function)
     def wrapper(*args: object, **kwargs: object) -> object:
@@ -36,7 +39,10 @@ def handle_errors(function: F) -> F:
             return function(*args, **kwargs)
         except ClbenchError as error:
             console(stderr=True).print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)
-            raise typer.Exit(EXIT_USAGE) from None
+            raise typer.Exit(error.exit_code) from None
+        except KeyboardInterrupt:
+            console(stderr=True).print("[bold red]interrupted[/]")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -102,23 +108,13 @@ def absolute_folder(value: Path) -> Path:
 
 
 def absolute_location(value: str | None) -> str | None:
-    """A mirror option (`--mirror` / $CLBENCH_MIRROR): a folder made absolute as `absolute_folder`, a URL kept."""
-    if not value or "://" in value:
+    """A mirror option (`--mirror` / $CLBENCH_MIRROR): a folder made absolute as `absolute_folder`, a URL kept; a
+    URL of another scheme than `clbench.data.download` opens (http, https, file) is a usage error (exit 2)."""
+    if not value:
+        return value
+    if "://" in value:
+        if value.split("://", 1)[0].lower() not in MIRROR_SCHEMES:
+            raise typer.BadParameter(f"unsupported URL {value!r}: use http://, https://, file:// or a local folder")
         return value
     return str(absolute_folder(Path(value)))
 
-
-DataDirOption = typer.Option(
-    None, "--data-dir", envvar="CLBENCH_DATA", help="Data cache folder (default: ~/.cache/clbench).",
-    callback=lambda value: absolute_folder(value) if value is not None else None,
-)
-MirrorOption = typer.Option(
-    None,
-    "--mirror",
-    envvar="CLBENCH_MIRROR",
-    callback=absolute_location,
-    help="Folder or URL holding <mirror>/<dataset>/<upstream file name>, used instead of the upstream hosts.",
-)
-ResultsOption = typer.Option(
-    Path("results"), "--results", envvar="CLBENCH_RESULTS", help="Results folder."
-)

@@ -7,41 +7,29 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import typer
-
-from clbench.cli.common import (
-    DataDirOption,
-    MirrorOption,
-    ResultsOption,
-    console,
-    default_data_dir,
-    handle_errors,
-    load_methods,
-    parse_seeds,
-)
-from clbench.cli.train import SetOption
+from clbench.cli.common import console, default_data_dir, handle_errors, load_methods, parse_seeds
+from clbench.cli.options import Benchmark, DataDir, Device, Evaluation, Methods, Mirror, Results, Seeds, SetOption
 from clbench.errors import ClbenchError
 
 
 @handle_errors
 def evaluate(
-    benchmark: str = typer.Argument("mixture8", help="Benchmark name from benchmarks/ or a path to a YAML spec."),
-    method: str = typer.Option("hat", "--method", "-m", help="Approach(es), comma-separated (plugins: file.py:Class)."),
-    seeds: str = typer.Option("0", "--seeds", help="Seeds: 0-9, 0,3,7 or 4."),
-    results: Path = ResultsOption,
-    overrides: list[str] = SetOption,
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    data_dir: Path | None = DataDirOption,
-    mirror: str | None = MirrorOption,
-    evaluation: str | None = typer.Option(None, "--evaluation", help="The accuracies shown: task-aware or "
-                                          "task-agnostic (default: the one the scenario's comparison reports, as "
-                                          "`report`: task-agnostic in the class scenario, else task-aware)."),
+    benchmark: Benchmark = "mixture8",
+    method: Methods = "hat",
+    seeds: Seeds = "0",
+    results: Results = Path("results"),
+    overrides: SetOption = [],  # noqa: B006 (Typer copies the default; the list is never mutated)
+    device: Device = "auto",
+    data_dir: DataDir = None,
+    mirror: Mirror = None,
+    evaluation: Evaluation = None,
 ) -> None:
     """Re-evaluate trained runs from their per-task checkpoints; writes evaluation.parquet (test and validation
     rows) in each run folder and shows, per stage, the mean test accuracy over the tasks learned so far."""
     from rich.table import Table
 
-    from clbench.results import EVALUATIONS, TEST, check_results_folder, row_split, scenario_evaluation
+    from clbench.cli.progress import EvaluationProgress
+    from clbench.results import TEST, check_results_folder, row_split, scenario_evaluation
     from clbench.run.engine import resolve_device
     from clbench.run.evaluate import reevaluate
     from clbench.run.loaders import fetching_loader
@@ -49,8 +37,6 @@ def evaluate(
     from clbench.run.shared_tasks import SharedTasks, data_key, grouped_by_data
     from clbench.spec import load_benchmark
 
-    if evaluation is not None and evaluation not in EVALUATIONS:
-        raise ClbenchError(f"--evaluation {evaluation!r}: use one of {', '.join(EVALUATIONS)}")
     check_results_folder(results)
     methods = load_methods(method)
     spec = load_benchmark(benchmark, overrides)
@@ -63,9 +49,12 @@ def evaluate(
     table = Table("run", "stage", "mean accuracy", "per task",
                   title=f"test accuracy A<=t, {shown}: mean over the tasks learned so far")
     shared = SharedTasks()  # the runs on the same data one after another, on one task sequence
-    test_rows = {plan.run_dir: [row for row in reevaluate(plan, device=torch_device, loader=loader, shared=shared)
-                                if row_split(row) == TEST]
-                 for plan in grouped_by_data(plans, lambda plan: data_key(plan, loader, torch_device))}
+    test_rows = {}
+    with EvaluationProgress(console(stderr=True), len(plans)) as progress:
+        for plan in grouped_by_data(plans, lambda plan: data_key(plan, loader, torch_device)):
+            rows = reevaluate(plan, device=torch_device, loader=loader, shared=shared)
+            test_rows[plan.run_dir] = [row for row in rows if row_split(row) == TEST]
+            progress.run_evaluated(plan)
     for plan in plans:
         for row in table_rows(plan.run_id, test_rows[plan.run_dir], shown, plan.spec.data.scenario):
             table.add_row(*row)

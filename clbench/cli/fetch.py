@@ -6,12 +6,14 @@ Torch and numpy are imported inside the command only, so that `clbench --help` s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from clbench.cli.common import DataDirOption, MirrorOption, console, default_data_dir, handle_errors
-from clbench.errors import ClbenchError, SpecError
+from clbench.cli import completion
+from clbench.cli.common import console, default_data_dir, handle_errors
+from clbench.cli.options import DataDir, Mirror
+from clbench.errors import EXIT_FAILURE, ClbenchError, DataError, SpecError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -22,14 +24,15 @@ if TYPE_CHECKING:
 
 @handle_errors
 def fetch(
-    names: list[str] | None = typer.Argument(
-        None, metavar="NAME...", help="Data sets (mnist, fashion-mnist, ...) or benchmarks (mixture8, my.yaml, ...); "
-                                      "a spec's own `datasets:` are converted too."
-    ),
-    data_dir: Path | None = DataDirOption,
-    mirror: str | None = MirrorOption,
-    force: bool = typer.Option(False, "--force", help="Prepare again even if the cache is valid."),
-    list_: bool = typer.Option(False, "--list", help="List every data set: classes, sizes, cached or not, where."),
+    names: Annotated[list[str] | None, typer.Argument(
+        metavar="NAME...", autocompletion=completion.dataset_names,
+        help="Data sets (mnist, fashion-mnist, ...) or benchmarks (mixture8, my.yaml, ...); a spec's own `datasets:` "
+             "are converted too.")] = None,
+    data_dir: DataDir = None,
+    mirror: Mirror = None,
+    force: Annotated[bool, typer.Option("--force", help="Prepare again even if the cache is valid.")] = False,
+    list_: Annotated[bool, typer.Option(
+        "--list", help="List every data set: classes, sizes, cached or not, where.")] = False,
 ) -> None:
     """Download, verify and convert data sets (once) into the data cache."""
     from clbench.data import sources
@@ -43,10 +46,20 @@ def fetch(
         raise ClbenchError(f"name at least one data set or benchmark; data sets: {', '.join(sources.DATASET_NAMES)}")
     targets = fetch_targets(names)
     check_output_path(data_dir, "--data-dir", folder=True)
-    failed = [name for name, own in targets if not _fetch_one(name, data_dir, mirror, force, own)]
+    failed = {name: error for name, own in targets
+              if (error := _fetch_one(name, data_dir, mirror, force, own)) is not None}
     if failed:
-        raise ClbenchError(f"could not fetch {', '.join(failed)} (see above)")
+        raise fetch_failure(failed)
     _check_tasks(names)
+
+
+def fetch_failure(failed: dict[str, ClbenchError]) -> ClbenchError:
+    """The error `clbench fetch` ends with when data sets failed (each printed already): a runtime failure (exit 1,
+    `DataError`) if one of them failed at run time (a download, a checksum), else a usage error (exit 2: a bad
+    `--mirror`, a spec's own data that fails its checks)."""
+    runtime = any(error.exit_code == EXIT_FAILURE for error in failed.values())
+    kind = DataError if runtime else ClbenchError
+    return kind(f"could not fetch {', '.join(failed)} (see above)")
 
 
 def _check_tasks(names: list[str]) -> None:
@@ -59,9 +72,10 @@ def _check_tasks(names: list[str]) -> None:
             check_own_tasks(_benchmark_spec(name, DATASET_NAMES))
 
 
-def _fetch_one(name: str, data_dir: Path, mirror: str | None, force: bool, own: CustomDataset | None = None) -> bool:
-    """Fetch one data set (`own`: a spec's own one); print its failure and return False so that the others are
-    still fetched."""
+def _fetch_one(name: str, data_dir: Path, mirror: str | None, force: bool,
+               own: CustomDataset | None = None) -> ClbenchError | None:
+    """Fetch one data set (`own`: a spec's own one); print its failure and return the error (None when it is ready)
+    so that the others are still fetched."""
     from rich.markup import escape
 
     from clbench.data import sources
@@ -75,9 +89,9 @@ def _fetch_one(name: str, data_dir: Path, mirror: str | None, force: bool, own: 
                 folder = sources.fetch_dataset(name, data_dir, mirror, progress=_callback(progress), force=force)
     except ClbenchError as error:
         console(stderr=True).print(f"[bold red]failed:[/] {escape(str(error))}", soft_wrap=True)
-        return False
+        return error
     console().print(f"[green]ready[/] {name}: {escape(str(folder))}")
-    return True
+    return None
 
 
 def expand_names(names: list[str]) -> list[str]:

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from clbench.cli import completion
 from clbench.cli.common import console, handle_errors, load_methods
 
 
 @handle_errors
 def list_command(
-    benchmark: list[str] = typer.Option([], "--benchmark", "-b", help="Only these benchmarks (repeatable)."),
-    parameters: bool = typer.Option(True, "--parameters/--no-parameters", help="Count parameters per approach."),
-    method: str | None = typer.Option(None, "--method", "-m", help="Also load these plugins (path/to/file.py:Class "
-                                                                   "or package.module:Class, comma-separated)."),
+    benchmark: Annotated[list[str], typer.Option(
+        "--benchmark", "-b", help="Only these benchmarks (repeatable).",
+        autocompletion=completion.benchmark_names)] = [],  # noqa: B006 (Typer copies the default)
+    parameters: Annotated[bool, typer.Option(
+        "--parameters/--no-parameters", help="Count parameters per approach.")] = True,
+    method: Annotated[str | None, typer.Option(
+        "--method", "-m", help="Also load these plugins (path/to/file.py:Class or package.module:Class, "
+                               "comma-separated).")] = None,
 ) -> None:
     """List benchmarks and approaches, with each approach's parameter count per benchmark (or why it is refused)."""
     from rich.table import Table

@@ -166,3 +166,37 @@ def final_means(rows: list[dict[str, Any]]) -> dict[str, float]:
         if row["stage"] == last and row_split(row) == TEST:
             by_evaluation.setdefault(row.get("evaluation", "task-aware"), []).append(row["accuracy"])
     return {name: sum(values) / len(values) for name, values in sorted(by_evaluation.items(), reverse=True)}
+
+
+class EvaluationProgress:
+    """`clbench evaluate`'s progress over the runs it re-evaluates, drawn as `train`'s: on a terminal a rich bar
+    (runs done of all, elapsed, ETA) that disappears once the table is printed; elsewhere (a pipe, a file, a
+    cluster's log) one plain `INFO` line per run evaluated, as `RunsOverview.log` writes them.
+
+    It writes to the console it is given (`evaluate` gives stderr, so that stdout holds the table alone).
+    """
+
+    def __init__(self, console: Console, n_runs: int) -> None:
+        self.console = console
+        self.n_runs = n_runs
+        self.done = 0
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
+                                 transient=True, disable=not console.is_terminal)
+        self.overall = self.progress.add_task("evaluating", total=n_runs)
+
+    def __enter__(self) -> EvaluationProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)  # type: ignore[arg-type]
+
+    def run_evaluated(self, plan: RunPlan) -> None:
+        """One run's checkpoints evaluated: advance the bar, or print its line."""
+        self.done += 1
+        if self.console.is_terminal:
+            self.progress.advance(self.overall)
+        else:
+            self.console.print(f"INFO evaluated {run_label(plan)} ({self.done}/{self.n_runs})", soft_wrap=True,
+                               highlight=False, markup=False)

@@ -6,11 +6,13 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clbench.cli.common import ResultsOption, console, handle_errors, parse_seeds
+from clbench.cli import completion
+from clbench.cli.common import console, handle_errors, parse_seeds
+from clbench.cli.options import EvaluationName, FormatName, Results, SplitName
 from clbench.errors import ClbenchError
 
 if TYPE_CHECKING:
@@ -45,60 +47,64 @@ class ReportRequest:
 
 @handle_errors
 def report(
-    benchmark: str | None = typer.Argument(None, help="Benchmark name or a path to its YAML spec (default: every "
-                                           "benchmark in the results)."),
-    results: Path = ResultsOption,
-    table: bool | None = typer.Option(None, "--table/--no-table", help="The per-stage table of --metric "
-                                      "(default: on, unless --summary, --time, --hat, --monitoring or --paper is "
-                                      "given)."),
-    summary: bool = typer.Option(False, "--summary", help="After the last task: parameters, A<=T, backward "
-                                 "transfer, max-previous forgetting."),
-    time: bool = typer.Option(False, "--time", help="Training time: total, per epoch, per batch (and the "
-                              "bench's batch-F / batch-FB from <results>/_bench)."),
-    hat: bool = typer.Option(False, "--hat", help="HAT monitoring: capacity per layer and task, weight reuse, "
-                             "smax x c sensitivity."),
-    fmt: str = typer.Option("markdown", "--format", help="markdown, csv, latex or html."),
-    metric: str = typer.Option("forgetting-ratio", "--metric", help="forgetting-ratio, accuracy, bwt, forgetting, "
-                               "forgetting-mammoth (Mammoth's forgetting: its max also takes the current stage), "
-                               "intransigence, learning-accuracy or fwt. See the README's Report section for each "
-                               "definition."),
-    evaluation: str | None = typer.Option(None, "--evaluation", help="task-aware (the task's own head: the task "
-                                          "id given, the paper's numbers) or task-agnostic (argmax over every class "
-                                          "seen so far, no task id). Default: the one the runs' scenario reports "
-                                          "(task-agnostic in the class scenario, else task-aware)."),
-    split: str = typer.Option("test", "--split", help="test (each task's test set: the paper's numbers) or "
-                              "validation (the split the protocol holds out of each task's training data)."),
-    ci: bool = typer.Option(False, "--ci", help="Cells as mean ± half-width of the Student-t 95% confidence "
-                            "interval instead of mean (std)."),
-    references: bool = typer.Option(False, "--references", help="Also list joint and random as rows."),
-    monitoring: bool = typer.Option(False, "--monitoring", help="Every present approach's own monitoring tables "
-                                    "(e.g. HAT's, as --hat; a plugin approach may declare its own)."),
-    seeds: str | None = typer.Option(None, "--seeds", help="Only these seeds: 0-9, 0,3,7 or 4."),
-    plot: Path | None = typer.Option(None, "--plot", help="Write the figures (PNG and PDF) to this folder."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write the tables to this file too."),
-    paper: bool = typer.Option(False, "--paper", help="The paper's published numbers beside ours (same approach, "
-                               "stage and pmnist variant), with the settings where our runs differ."),
-    tuning: bool = typer.Option(False, "--tuning", help="Each tuned file of `clbench tune`: every grid point's "
-                                "validation score (and test score), the chosen point, a warning when test would "
-                                "have chosen another, and the seeds trained with it (--tuned)."),
-    html_file: Path | None = typer.Option(None, "--html", help="Write one self-contained HTML page instead: the "
-                                          "--metric table and curves, accuracy-matrix heat maps, the summary in both "
-                                          "evaluations, time, every approach's monitoring, each run's provenance."),
+    benchmark: Annotated[str | None, typer.Argument(
+        help="Benchmark name or a path to its YAML spec (default: every benchmark in the results).",
+        autocompletion=completion.benchmark_names)] = None,
+    results: Results = Path("results"),
+    table: Annotated[bool | None, typer.Option(
+        "--table/--no-table", help="The per-stage table of --metric (default: on, unless --summary, --time, --hat, "
+                                   "--monitoring or --paper is given).")] = None,
+    summary: Annotated[bool, typer.Option(
+        "--summary", help="After the last task: parameters, A<=T, backward transfer, max-previous "
+                          "forgetting.")] = False,
+    time: Annotated[bool, typer.Option(
+        "--time", help="Training time: total, per epoch, per batch (and the bench's batch-F / batch-FB from "
+                       "<results>/_bench).")] = False,
+    hat: Annotated[bool, typer.Option(
+        "--hat", help="HAT monitoring: capacity per layer and task, weight reuse, smax x c sensitivity.")] = False,
+    fmt: Annotated[FormatName, typer.Option("--format", help="The tables' format.")] = "markdown",
+    metric: Annotated[str, typer.Option(
+        "--metric", help="forgetting-ratio, accuracy, bwt, forgetting, forgetting-mammoth (Mammoth's forgetting: its "
+                         "max also takes the current stage), intransigence, learning-accuracy or fwt. See the "
+                         "README's Report section for each definition.")] = "forgetting-ratio",
+    evaluation: Annotated[EvaluationName | None, typer.Option(
+        "--evaluation", help="task-aware (the task's own head: the task id given, the paper's numbers) or "
+                             "task-agnostic (argmax over every class seen so far, no task id). Default: the one the "
+                             "runs' scenario reports (task-agnostic in the class scenario, else task-aware).")] = None,
+    split: Annotated[SplitName, typer.Option(
+        "--split", help="test (each task's test set: the paper's numbers) or validation (the split the protocol "
+                        "holds out of each task's training data).")] = "test",
+    ci: Annotated[bool, typer.Option(
+        "--ci", help="Cells as mean ± half-width of the Student-t 95% confidence interval instead of mean "
+                     "(std).")] = False,
+    references: Annotated[bool, typer.Option("--references", help="Also list joint and random as rows.")] = False,
+    monitoring: Annotated[bool, typer.Option(
+        "--monitoring", help="Every present approach's own monitoring tables (e.g. HAT's, as --hat; a plugin "
+                             "approach may declare its own).")] = False,
+    seeds: Annotated[str | None, typer.Option("--seeds", help="Only these seeds: 0-9, 0,3,7 or 4.")] = None,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", help="Write the figures (PNG and PDF) to this folder.")] = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write the tables to this file too.")] = None,
+    paper: Annotated[bool, typer.Option(
+        "--paper", help="The paper's published numbers beside ours (same approach, stage and pmnist variant), with "
+                        "the settings where our runs differ.")] = False,
+    tuning: Annotated[bool, typer.Option(
+        "--tuning", help="Each tuned file of `clbench tune`: every grid point's validation score (and test score), "
+                         "the chosen point, a warning when test would have chosen another, and the seeds trained "
+                         "with it (--tuned).")] = False,
+    html_file: Annotated[Path | None, typer.Option(
+        "--html", help="Write one self-contained HTML page instead: the --metric table and curves, accuracy-matrix "
+                       "heat maps, the summary in both evaluations, time, every approach's monitoring, each run's "
+                       "provenance.")] = None,
 ) -> None:
     """The paper's tables (forgetting ratio or accuracy per stage, summary, time, HAT) and figures."""
-    from clbench.report.render import FORMATS
     from clbench.report.statistics import METRICS, UNAVAILABLE_METRICS
 
-    if fmt not in FORMATS:
-        raise ClbenchError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if metric not in METRICS:
         raise ClbenchError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
     if metric in UNAVAILABLE_METRICS:
         raise ClbenchError(f"--metric {metric}: {UNAVAILABLE_METRICS[metric]}")
-    if evaluation is not None and evaluation not in ("task-aware", "task-agnostic"):
-        raise ClbenchError(f"--evaluation {evaluation!r}: use task-aware or task-agnostic")
-    if split not in ("test", "validation"):
-        raise ClbenchError(f"--split {split!r}: use test or validation")
     if paper and split != "test":
         raise ClbenchError("--paper compares test numbers with the paper's: leave out --split validation")
     others = summary or time or hat or monitoring or paper or tuning

@@ -7,13 +7,13 @@ import shlex
 import typer
 
 from clbench.cli.common import handle_errors
-from clbench.cli.train import SetOption
+from clbench.cli.options import Benchmark, SetOption
 
 
 @handle_errors
 def spec(
-    benchmark: str = typer.Argument(..., help="Benchmark name from benchmarks/ or a path to a YAML spec."),
-    overrides: list[str] = SetOption,
+    benchmark: Benchmark,
+    overrides: SetOption = [],  # noqa: B006 (Typer copies the default; the list is never mutated)
 ) -> None:
     """Print the resolved spec (variant and --set applied) as YAML with a comment per field.
 

@@ -11,20 +11,24 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clbench.cli.common import (
-    DataDirOption,
-    MirrorOption,
-    ResultsOption,
-    console,
-    default_data_dir,
-    handle_errors,
-    load_methods,
-    parse_seeds,
+from clbench.cli.common import console, default_data_dir, handle_errors, load_methods, parse_seeds
+from clbench.cli.options import (
+    Benchmark,
+    DataDir,
+    Device,
+    ExecutorName,
+    Jobs,
+    Methods,
+    Mirror,
+    Results,
+    Seeds,
+    SetOption,
 )
+from clbench.errors import EXIT_FAILURE, EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
     from clbench.data.tasks import DatasetLoader
@@ -33,47 +37,56 @@ if TYPE_CHECKING:
     from clbench.run.plan import RunPlan
     from clbench.spec import BenchmarkSpec
 
-EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
 
-SetOption = typer.Option(
-    [], "--set", help="Override a spec value, e.g. --set training.max_epochs=3, --set hat.smax=200 (repeatable)."
-)
+def check_log(text: str) -> str:
+    """`--log`: every comma-separated name a known logger (`clbench.run.loggers.LOGGERS`), else a usage error (exit 2)
+    listing them; the text is passed on as given (`parse_loggers` reads it)."""
+    from clbench.errors import ClbenchError
+    from clbench.run.loggers.choice import parse_loggers
+
+    try:
+        parse_loggers(text)
+    except ClbenchError as error:
+        raise typer.BadParameter(str(error)) from None
+    return text
 
 
 @handle_errors
 def train(
-    benchmark: str = typer.Argument("mixture8", help="Benchmark name from benchmarks/ or a path to a YAML spec."),
-    method: str = typer.Option("hat", "--method", "-m",
-                               help="Approach(es), comma-separated, e.g. hat,sgd,joint; a plugin as "
-                                    "path/to/file.py:Class or package.module:Class."),
-    seeds: str = typer.Option("0", "--seeds", help="Seeds: 0-9, 0,3,7 or 4."),
-    results: Path = ResultsOption,
-    overrides: list[str] = SetOption,
-    grid: list[str] = typer.Option([], "--grid", help="KEY=V1,V2,...: runs for every combination of the values "
-                                                      "(repeatable), e.g. --grid hat.smax=25,400 --grid hat.c=0.1,1."),
-    with_references: bool = typer.Option(False, "--with-references",
-                                         help="Also run the references joint and random for these seeds."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Runs at once, over this many worker processes."),
-    devices: str | None = typer.Option(None, "--devices", help="Devices of the --jobs workers, round-robin: "
-                                                               "0,1 (CUDA indices) or names (cpu, cuda:1)."),
-    executor: str = typer.Option("local", "--executor", help="local (this machine) or ray (a Ray cluster)."),
-    address: str | None = typer.Option(None, "--address", help="Ray cluster address (default: RAY_ADDRESS, "
-                                                               "else a new local Ray)."),
-    gpus_per_run: float = typer.Option(1.0, "--gpus-per-run", help="Ray on CUDA: GPUs per run (0.25: four runs "
-                                                                   "share a GPU)."),
-    data_dir: Path | None = DataDirOption,
-    mirror: str | None = MirrorOption,
-    force: bool = typer.Option(False, "--force", help="Start runs over: re-run finished ones (overwriting them), "
-                                                         "do not resume stopped ones."),
-    log: str = typer.Option("", "--log", envvar="CLBENCH_LOG", show_envvar=True,
-                            help="Training logs in each run folder's logs/, comma-separated: tensorboard, csv, wandb "
-                                 "(W&B offline unless WANDB_MODE is set). Default: none."),
-    tuned: list[Path] = typer.Option([], "--tuned", help="A tuned file of `clbench tune` per method of -m, in the "
-                                                         "same order (repeatable): its chosen values are applied as "
-                                                         "--set options; every row records its identity (the "
-                                                         "sha256 of its fields) and seed."),
+    benchmark: Benchmark = "mixture8",
+    method: Methods = "hat",
+    seeds: Seeds = "0",
+    results: Results = Path("results"),
+    overrides: SetOption = [],  # noqa: B006 (Typer copies the default; the list is never mutated)
+    grid: Annotated[list[str], typer.Option(
+        "--grid", help="KEY=V1,V2,...: runs for every combination of the values (repeatable), e.g. --grid "
+                       "hat.smax=25,400 --grid hat.c=0.1,1.")] = [],  # noqa: B006
+    with_references: Annotated[bool, typer.Option(
+        "--with-references", help="Also run the references joint and random for these seeds.")] = False,
+    device: Device = "auto",
+    jobs: Jobs = 1,
+    devices: Annotated[str | None, typer.Option(
+        "--devices", help="Devices of the --jobs workers, round-robin: 0,1 (CUDA indices) or names (cpu, "
+                          "cuda:1).")] = None,
+    executor: Annotated[ExecutorName, typer.Option(
+        "--executor", help="local (this machine) or ray (a Ray cluster).")] = "local",
+    address: Annotated[str | None, typer.Option(
+        "--address", help="Ray cluster address (default: RAY_ADDRESS, else a new local Ray).")] = None,
+    gpus_per_run: Annotated[float, typer.Option(
+        "--gpus-per-run", help="Ray on CUDA: GPUs per run (0.25: four runs share a GPU).")] = 1.0,
+    data_dir: DataDir = None,
+    mirror: Mirror = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Start runs over: re-run finished ones (overwriting them), do not resume stopped "
+                        "ones.")] = False,
+    log: Annotated[str, typer.Option(
+        "--log", envvar="CLBENCH_LOG", show_envvar=True, metavar="[tensorboard,csv,wandb]", callback=check_log,
+        help="Training logs in each run folder's logs/, comma-separated: tensorboard, csv, wandb (W&B offline "
+             "unless WANDB_MODE is set). Default: none.")] = "",
+    tuned: Annotated[list[Path], typer.Option(
+        "--tuned", help="A tuned file of `clbench tune` per method of -m, in the same order (repeatable): its "
+                        "chosen values are applied as --set options; every row records its identity (the sha256 "
+                        "of its fields) and seed.")] = [],  # noqa: B006
 ) -> None:
     """Train approaches on a benchmark, task after task, for each seed; skip finished runs, resume stopped ones."""
     from clbench.results import check_results_folder
@@ -262,4 +275,4 @@ def exit_if_unfinished(outcomes: list[RunOutcome]) -> None:
     if any(outcome.status == "interrupted" for outcome in outcomes):
         raise typer.Exit(EXIT_INTERRUPTED)
     if any(not outcome.succeeded for outcome in outcomes):
-        raise typer.Exit(EXIT_FAILED)
+        raise typer.Exit(EXIT_FAILURE)

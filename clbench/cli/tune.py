@@ -10,20 +10,24 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clbench.cli.common import (
-    DataDirOption,
-    MirrorOption,
-    ResultsOption,
-    console,
-    handle_errors,
-    load_methods,
+from clbench.cli.common import console, handle_errors, load_methods
+from clbench.cli.options import (
+    Benchmark,
+    DataDir,
+    Device,
+    Evaluation,
+    Jobs,
+    Methods,
+    Mirror,
+    Results,
+    RuleName,
+    SetOption,
 )
 from clbench.cli.train import (
-    SetOption,
     execute_plans,
     exit_if_unfinished,
     plan_grid,
@@ -39,38 +43,35 @@ if TYPE_CHECKING:
 
 @handle_errors
 def tune(
-    benchmark: str = typer.Argument(..., help="Benchmark name from benchmarks/ or a path to a YAML spec."),
-    method: str = typer.Option(..., "--method", "-m", help="Approach(es) to tune, comma-separated, e.g. ewc,hat."),
-    grid: list[str] = typer.Option([], "--grid", help="KEY=V1,V2,...: the values to try (repeatable); a key of "
-                                                      "an approach's section (hat.smax) applies to that approach, "
-                                                      "others (training.lr) to every one. Default: the spec's "
-                                                      "grids: section."),
-    overrides: list[str] = SetOption,
-    seed: int = typer.Option(0, "--seed", min=0, help="The one seed every grid point is trained with."),
-    rule: str = typer.Option("accuracy", "--select", "--rule", help="How points are scored on validation: "
-                                                                    "accuracy or forgetting-ratio (trains the "
-                                                                    "references joint and random too)."),
-    evaluation: str | None = typer.Option(None, "--evaluation", help="task-aware or task-agnostic rows (default: "
-                                          "the one the scenario's comparison reports: task-agnostic in the class "
-                                          "scenario, else task-aware)."),
-    results: Path = ResultsOption,
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Runs at once, over this many worker processes."),
-    data_dir: Path | None = DataDirOption,
-    mirror: str | None = MirrorOption,
-    force: bool = typer.Option(False, "--force", help="Replace a tuned file that holds another choice (the "
-                                                         "runs themselves are reused, never trained again)."),
+    benchmark: Benchmark,
+    method: Methods,
+    grid: Annotated[list[str], typer.Option(
+        "--grid", help="KEY=V1,V2,...: the values to try (repeatable); a key of an approach's section (hat.smax) "
+                       "applies to that approach, others (training.lr) to every one. Default: the spec's grids: "
+                       "section.")] = [],  # noqa: B006 (Typer copies the default; the list is never mutated)
+    overrides: SetOption = [],  # noqa: B006
+    seed: Annotated[int, typer.Option("--seed", min=0, help="The one seed every grid point is trained with.")] = 0,
+    rule: Annotated[RuleName, typer.Option(
+        "--select", "--rule", help="How points are scored on validation: accuracy or forgetting-ratio (trains the "
+                                   "references joint and random too).")] = "accuracy",
+    evaluation: Evaluation = None,
+    results: Results = Path("results"),
+    device: Device = "auto",
+    jobs: Jobs = 1,
+    data_dir: DataDir = None,
+    mirror: Mirror = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace a tuned file that holds another choice (the runs themselves are reused, never "
+                        "trained again).")] = False,
 ) -> None:
     """Tune approaches on validation data: train a grid on one seed, choose per method, write a tuned file."""
-    from clbench.results import EVALUATIONS, check_output_path, check_results_folder
+    from clbench.results import check_output_path, check_results_folder
     from clbench.run.execution import Execution, check_execution
     from clbench.run.plan import unique_plans
-    from clbench.tuning.scoring import TuningError, tuning_rule
+    from clbench.tuning.scoring import tuning_rule
     from clbench.tuning.tuned_file import tuned_path
 
     chosen_rule = tuning_rule(rule)
-    if evaluation is not None and evaluation not in EVALUATIONS:
-        raise TuningError(f"--evaluation {evaluation!r}: use one of {', '.join(EVALUATIONS)}")
     check_results_folder(results)
     methods = load_methods(method)
     grids = method_grids(benchmark, methods, overrides, grid)

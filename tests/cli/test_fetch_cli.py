@@ -120,13 +120,13 @@ def test_usage_errors_exit_with_code_2(app, tmp_path: Path, arguments: list[str]
     assert result.exit_code == 2
 
 
-def test_a_file_missing_from_the_mirror_exits_with_code_2(app, tmp_path: Path, tiny_mnist_mirror: Path) -> None:
+def test_a_file_missing_from_the_mirror_exits_with_code_1(app, tmp_path: Path, tiny_mnist_mirror: Path) -> None:
     (tiny_mnist_mirror / "mnist" / "train-labels-idx1-ubyte.gz").unlink()
     arguments = ["mnist", "--data-dir", str(tmp_path / "data"), "--mirror", str(tiny_mnist_mirror)]
 
     result = CliRunner().invoke(app, arguments)
 
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # a runtime failure: data that cannot be fetched
     assert not (tmp_path / "data" / "mnist").exists()
 
 
@@ -135,7 +135,7 @@ def test_one_failure_does_not_stop_the_other_data_sets(app, tmp_path: Path, tiny
 
     result = CliRunner().invoke(app, arguments)
 
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # cifar10 is not in the mirror: a runtime failure
     assert (tmp_path / "data" / "mnist" / "manifest.json").is_file()
     assert not (tmp_path / "data" / "cifar10").exists()
 

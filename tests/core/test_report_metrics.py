@@ -200,7 +200,8 @@ def test_an_approach_that_needs_the_task_id_shows_so_never_a_number(tmp_path: Pa
 def test_a_wrong_evaluation_is_an_error_naming_the_choices(tmp_path: Path) -> None:
     write_run(tmp_path, "sgd", 0, [[0.9]])
     code, text = invoke("b", "--results", str(tmp_path), "--evaluation", "taskagnostic")
-    assert code == 2 and "task-aware or task-agnostic" in text
+    flat = " ".join(text.replace("│", " ").split())
+    assert code == 2 and "'taskagnostic' is not one of 'task-aware', 'task-agnostic'" in flat, text
 
 
 def test_runs_of_the_two_scenarios_get_their_own_rows(tmp_path: Path) -> None:

@@ -131,7 +131,8 @@ def test_report_split_validation_shows_the_validation_numbers(tmp_path: Path) ->
     assert label == "sgd" and [100 * cell.mean for cell in cells] == pytest.approx(expected_validation, rel=1e-12)
     assert report.notes[0].startswith("split: validation")
     refused = runner.invoke(app, [*arguments, "--split", "valid"])
-    assert refused.exit_code != 0 and "--split 'valid'" in refused.output
+    flat = " ".join(refused.output.replace("│", " ").split())
+    assert refused.exit_code == 2 and "'valid' is not one of 'test', 'validation'" in flat, refused.output
 
 
 def test_old_results_have_no_validation_numbers_and_report_test_rows_as_before() -> None:
