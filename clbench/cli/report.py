@@ -6,16 +6,21 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from clbench.cli.common import ResultsOption, console, handle_errors, parse_seeds
 from clbench.errors import ClbenchError
+from clbench.metric_registry import METRICS, metric_help
 
 if TYPE_CHECKING:
     from clbench.report import Report, Results
     from clbench.report.sections import Section
+
+MetricName = Literal[tuple(METRICS)]  # type: ignore[valid-type]
+"""`--metric`'s choices: the registered metrics, checked by Typer (`clbench.metric_registry`)."""
+
 
 @dataclass(frozen=True)
 class ReportRequest:
@@ -58,10 +63,7 @@ def report(
     hat: bool = typer.Option(False, "--hat", help="HAT monitoring: capacity per layer and task, weight reuse, "
                              "smax x c sensitivity."),
     fmt: str = typer.Option("markdown", "--format", help="markdown, csv, latex or html."),
-    metric: str = typer.Option("forgetting-ratio", "--metric", help="forgetting-ratio, accuracy, bwt, forgetting, "
-                               "forgetting-mammoth (Mammoth's forgetting: its max also takes the current stage), "
-                               "intransigence, learning-accuracy or fwt. See the README's Report section for each "
-                               "definition."),
+    metric: Annotated[MetricName, typer.Option("--metric", help=metric_help())] = "forgetting-ratio",
     evaluation: str | None = typer.Option(None, "--evaluation", help="task-aware (the task's own head: the task "
                                           "id given, the paper's numbers) or task-agnostic (argmax over every class "
                                           "seen so far, no task id). Default: the one the runs' scenario reports "
@@ -87,14 +89,9 @@ def report(
 ) -> None:
     """The paper's tables (forgetting ratio or accuracy per stage, summary, time, HAT) and figures."""
     from clbench.report.render import FORMATS
-    from clbench.report.statistics import METRICS, UNAVAILABLE_METRICS
 
     if fmt not in FORMATS:
         raise ClbenchError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
-    if metric not in METRICS:
-        raise ClbenchError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
-    if metric in UNAVAILABLE_METRICS:
-        raise ClbenchError(f"--metric {metric}: {UNAVAILABLE_METRICS[metric]}")
     if evaluation is not None and evaluation not in ("task-aware", "task-agnostic"):
         raise ClbenchError(f"--evaluation {evaluation!r}: use task-aware or task-agnostic")
     if split not in ("test", "validation"):
