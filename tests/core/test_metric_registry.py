@@ -18,12 +18,13 @@ from resultbuilders import write_run
 
 from clbench import metrics
 from clbench.metric_registry import INPUTS, METRICS, PERCENT, UNITS, Metric, register, resolve
-from clbench.report import Cell, build_report, format_cell, load_results, run_values
+from clbench.report import Cell, build_report, format_cell, load_results, report_table, run_values
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 JOINT = [[0.95], [0.90, 0.90], [0.90, 0.85, 1.00]]
 RANDOM = [[0.5], [0.5, 0.5], [0.5, 0.5, 0.5]]
-SGD = [[0.90, 0.30, 0.20], [0.70, 0.80, 0.50], [0.60, 0.50, 0.95]]  # rows go on above the diagonal
+# Rows go on above the diagonal: 0.85, task 2 just before it is learned, is Mammoth's max for it at stage 3.
+SGD = [[0.90, 0.85, 0.20], [0.70, 0.80, 0.50], [0.60, 0.50, 0.95]]
 INITIAL = [0.10, 0.20, 0.30]
 
 
@@ -99,6 +100,17 @@ def test_report_computes_each_metric_from_the_inputs_it_declares(tmp_path: Path,
     values = run_values(load_results(make_results(tmp_path), "b"), name, notes)
     assert values["b/sgd/c0/seed-0"] == pytest.approx(expected[name], nan_ok=True), notes
     assert np.isfinite(values["b/sgd/c0/seed-0"][-1])  # every input was there: a number at the last stage
+
+
+@pytest.mark.parametrize("name", list(METRICS))
+def test_a_task_agnostic_table_says_what_a_r_is_where_the_metric_takes_it(tmp_path: Path, name: str) -> None:
+    for method, matrix in (("joint", JOINT), ("random", RANDOM), ("sgd", SGD)):
+        write_run(tmp_path, method, 0, matrix, agnostic=matrix, initial=INITIAL if method == "sgd" else None)
+    results = load_results(tmp_path, "b", evaluation="task-agnostic")
+    [evaluation] = [note for note in report_table(build_report(tmp_path, "b", name, results=results)).notes
+                    if note.startswith("evaluation: task-agnostic")]
+    assert ("A_R^{u<=t} is the random run's accuracy on task u at stage t" in evaluation) == (
+        "random" in METRICS[name].inputs)
 
 
 def test_cells_are_written_in_their_metrics_unit() -> None:
