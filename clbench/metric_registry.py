@@ -106,17 +106,11 @@ METRICS: dict[str, Metric] = {}
 
 
 def register(metric: Metric) -> None:
-    """Add a metric to `METRICS`; a name already there is an error (ValueError)."""
+    """Add a metric to `METRICS`; a name already there is an error (ValueError). `--metric`'s choices are read
+    when `clbench.cli.report` is imported: a metric registered later is computed by `run_values` but not offered."""
     if metric.name in METRICS:
         raise ValueError(f"metric {metric.name!r} is registered already")
     METRICS[metric.name] = metric
-
-
-def metric_named(name: str) -> Metric:
-    """The metric called `name`; KeyError (naming the metrics) for any other."""
-    if name not in METRICS:
-        raise KeyError(f"metric {name!r}: use one of {', '.join(METRICS)}")
-    return METRICS[name]
 
 
 def metric_help() -> str:
