@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -14,10 +14,15 @@ from clbench.cli import completion
 from clbench.cli.common import console, handle_errors, parse_seeds
 from clbench.cli.options import EvaluationName, FormatName, Results, SplitName
 from clbench.errors import ClbenchError
+from clbench.metric_registry import METRICS, metric_help
 
 if TYPE_CHECKING:
     from clbench.report import Report, Results
     from clbench.report.sections import Section
+
+MetricName = Literal[tuple(METRICS)]  # type: ignore[valid-type]
+"""`--metric`'s choices: the registered metrics, checked by Typer (`clbench.metric_registry`)."""
+
 
 @dataclass(frozen=True)
 class ReportRequest:
@@ -63,10 +68,7 @@ def report(
     hat: Annotated[bool, typer.Option(
         "--hat", help="HAT monitoring: capacity per layer and task, weight reuse, smax x c sensitivity.")] = False,
     fmt: Annotated[FormatName, typer.Option("--format", help="The tables' format.")] = "markdown",
-    metric: Annotated[str, typer.Option(
-        "--metric", help="forgetting-ratio, accuracy, bwt, forgetting, forgetting-mammoth (Mammoth's forgetting: its "
-                         "max also takes the current stage), intransigence, learning-accuracy or fwt. See the "
-                         "README's Report section for each definition.")] = "forgetting-ratio",
+    metric: Annotated[MetricName, typer.Option("--metric", help=metric_help())] = "forgetting-ratio",
     evaluation: Annotated[EvaluationName | None, typer.Option(
         "--evaluation", help="task-aware (the task's own head: the task id given, the paper's numbers) or "
                              "task-agnostic (argmax over every class seen so far, no task id). Default: the one the "
@@ -99,12 +101,6 @@ def report(
                        "provenance.")] = None,
 ) -> None:
     """The paper's tables (forgetting ratio or accuracy per stage, summary, time, HAT) and figures."""
-    from clbench.report.statistics import METRICS, UNAVAILABLE_METRICS
-
-    if metric not in METRICS:
-        raise ClbenchError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
-    if metric in UNAVAILABLE_METRICS:
-        raise ClbenchError(f"--metric {metric}: {UNAVAILABLE_METRICS[metric]}")
     if paper and split != "test":
         raise ClbenchError("--paper compares test numbers with the paper's: leave out --split validation")
     others = summary or time or hat or monitoring or paper or tuning

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import math
 
-from clbench.report.statistics import PERCENT_METRICS, Cell
+from clbench.metric_registry import PERCENT, UNITS
+from clbench.report.statistics import Cell
 
 
-def format_cell(cell: Cell, metric: str, ci: bool = False) -> str:
-    """`-0.06 (0.01)` for the forgetting ratio, `99.0 (0.2)` (percent) for accuracy and the other metrics in
-    accuracy points (`PERCENT_METRICS`, and "percent"); `–` when empty.
+def format_cell(cell: Cell, unit: str, ci: bool = False) -> str:
+    """A cell in a metric's `unit` (`clbench.metric_registry.UNITS`): `-0.06 (0.01)` as a `ratio` (the forgetting
+    ratio), `99.0 (0.2)` in `percent` (accuracy points: accuracy, BWT, ...); `–` when empty.
 
     With `ci`, `-0.06 ± 0.02`: the mean and the half-width of its Student-t 95% confidence interval.
     """
-    scale, digits = (100.0, 1) if metric in (*PERCENT_METRICS, "percent") else (1.0, 2)
+    if unit not in UNITS:
+        raise ValueError(f"format_cell: unit {unit!r}, not one of {', '.join(UNITS)}")
+    scale, digits = (100.0, 1) if unit == PERCENT else (1.0, 2)
     return format_value(cell, scale, digits, ci)
 
 

@@ -18,7 +18,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from clbench.report.statistics import METRIC_SYMBOLS, PERCENT_METRICS, Cell
+from clbench.metric_registry import METRICS
+from clbench.report.statistics import Cell
 from clbench.report.tables import Report
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,8 @@ def plot_curves(report: Report, directory: Path, ci: bool = False, other: Report
     figure, axes = figure_and_axes(7.0, 4.2)
     palette = colours([label for label, _ in rows])
     stages = np.array(report.stages, dtype=float)
-    scale = 100.0 if report.metric in PERCENT_METRICS else 1.0
+    metric = METRICS[report.metric]
+    scale = 100.0 if metric.percent else 1.0
     for label, cells in rows:
         mean = np.array([cell.mean for cell in cells]) * scale
         spread = np.array([cell.half_width if ci else cell.std for cell in cells]) * scale
@@ -107,8 +109,8 @@ def plot_curves(report: Report, directory: Path, ci: bool = False, other: Report
             mean = np.array([cell.mean for cell in cells]) * scale
             axes.plot(stages[: len(mean)], mean, color=palette[label], marker="s", linewidth=1.4, linestyle="--",
                       label=f"{label} ({other.evaluation})")
-    name = METRIC_SYMBOLS.get(report.metric, "A").replace("rho", r"\rho")
-    symbol = rf"${name}^{{\leq t}}$" + (" [%]" if report.metric in PERCENT_METRICS else "")
+    name = metric.symbol.replace("rho", r"\rho")
+    symbol = rf"${name}^{{\leq t}}$" + (" [%]" if metric.percent else "")
     axes.set_xlabel("t (tasks learned)")
     axes.set_ylabel(symbol)
     axes.set_xticks(stages)

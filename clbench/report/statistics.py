@@ -1,6 +1,6 @@
-"""Statistics over seeds (Cell, summarize, Student-t) and the per-run values of each metric: rho^{<=t} against
-the matching joint and random references, I^{<=t} against the joint, or A^{<=t}, BWT^{<=t}, F^{<=t}, F_M^{<=t},
-LA^{<=t}."""
+"""Statistics over seeds (Cell, summarize, Student-t) and the per-run values of each metric of
+`clbench.metric_registry` (rho^{<=t}, A^{<=t}, BWT^{<=t}, ...): the inputs it declares, built for each run, with its
+joint and random references matched."""
 
 from __future__ import annotations
 
@@ -9,26 +9,15 @@ import math
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from clbench import metrics
 from clbench.errors import ResultsError
+from clbench.metric_registry import METRICS, Metric
 from clbench.report.loading import DOMAIN, REFERENCES, TASK_AGNOSTIC, Results
-
-METRICS = ("forgetting-ratio", "accuracy", "bwt", "forgetting", "forgetting-mammoth", "intransigence",
-           "learning-accuracy", "fwt")
-# The references each metric is measured against (see `REFERENCE_KEYS`); the others need none.
-METRIC_REFERENCES = {"forgetting-ratio": ("joint", "random"), "intransigence": ("joint",)}
-# The symbol of each metric's per-stage column (`rho<=2`), and the metrics shown in percent (accuracy points).
-METRIC_SYMBOLS = {"forgetting-ratio": "rho", "accuracy": "A", "bwt": "BWT", "forgetting": "F",
-                  "forgetting-mammoth": "F_M", "intransigence": "I", "learning-accuracy": "LA", "fwt": "FWT"}
-PERCENT_METRICS = ("accuracy", "bwt", "forgetting", "forgetting-mammoth", "intransigence", "learning-accuracy",
-                   "fwt")
-# Metrics defined in `clbench.metrics` that no results can give, with why (never a number); none at present.
-UNAVAILABLE_METRICS: dict[str, str] = {}
-
 
 CONFIDENCE = 0.95
 # What a run shares with each reference (besides the seed): `joint` is trained, so it must share the run's data,
@@ -99,24 +88,23 @@ def student_t_quantile(probability: float, df: int) -> float:
 
 def run_values(results: Results, metric: str, notes: list[str], include_references: bool = False,
                run_ids: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-    """The per-stage values (length T) of `metric` (one of `METRICS`: rho^{<=t}, A^{<=t}, BWT^{<=t}, ...) of every
-    usable run (or of `run_ids`), by run id.
+    """The per-stage values (length T) of `metric` (a name in `clbench.metric_registry.METRICS`: rho^{<=t},
+    A^{<=t}, BWT^{<=t}, ...) of every usable run (or of `run_ids`), by run id.
 
     Why a run is not usable (incomplete matrix, no matching joint or random reference, several equally matching
-    ones) goes to `notes`, with the command that makes what is missing. A metric of `UNAVAILABLE_METRICS` raises
-    a ResultsError saying why.
+    ones, an input it did not store) goes to `notes`, with the command that makes what is missing. Another name
+    raises a ResultsError listing the metrics.
     """
-    if metric in UNAVAILABLE_METRICS:
-        raise ResultsError(f"--metric {metric}: {UNAVAILABLE_METRICS[metric]}")
     if metric not in METRICS:
         raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
-    references = reference_candidates(results) if metric in METRIC_REFERENCES else {}
+    chosen = METRICS[metric]
+    references = reference_candidates(results) if chosen.references else {}
     values: dict[str, np.ndarray] = {}
     for run_id in results.info if run_ids is None else run_ids:
         run = results.info[run_id]
         if run["method"] in REFERENCES and not include_references:
             continue
-        curve = _run_values(notes, run_id, run, results, references, metric)
+        curve = _run_values(notes, run_id, run, results, references, chosen)
         if curve is not None:
             values[run_id] = curve
     return values
@@ -159,7 +147,8 @@ def match_reference(results: Results, candidates: dict[tuple[str, str, int], lis
 
 
 def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Results,
-                candidates: dict[tuple[str, str, int], list[str]], metric: str) -> np.ndarray | None:
+                candidates: dict[tuple[str, str, int], list[str]], metric: Metric) -> np.ndarray | None:
+    """`metric`'s per-stage values of one run from the inputs it declares, or None with a note on why not."""
     unmeasured = results.unmeasured(run_id)
     if unmeasured is not None:
         notes.append(f"left out {run_id}: {results.evaluation}: {unmeasured}")
@@ -168,35 +157,80 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
     if not metrics.is_complete_matrix(matrix):
         notes.append(f"left out {run_id}: its accuracy matrix is incomplete (a stage or task is missing)")
         return None
-    own = {"accuracy": metrics.average_accuracy, "bwt": metrics.backward_transfer_by_stage,
-           "forgetting": metrics.forgetting_by_stage, "learning-accuracy": metrics.learning_accuracy}
-    if metric in own:
-        return own[metric](matrix)
-    if metric == "fwt":
-        return _forward_transfer(notes, run_id, results)
-    if metric == "forgetting-mammoth":  # with the accuracies just before each task is learned, where stored
-        found = results.full_matrix(run_id)
-        return metrics.mammoth_forgetting_by_stage(matrix if found is None else found[0])
-    seed = int(run["seed"])
-    matched = {method: match_reference(results, candidates, method, run) for method in METRIC_REFERENCES[metric]}
+    matched = _matched_references(notes, run_id, run, results, candidates, metric.references, matrix.shape[0])
+    if matched is None:
+        return None
+    inputs = RunInputs(results, run_id, matrix, matched)
+    if ("full" in metric.inputs or "initial" in metric.inputs) and inputs.found is None:
+        notes.append(f"left out {run_id}: {metric.title} needs the accuracies at initialisation (stage 0) and "
+                     f"before each task is learned, which this run did not store (results schema 1, or an approach "
+                     f"that cannot predict a task it has not learned, such as pathnet); re-run it with --force")
+        return None
+    arguments = [getattr(inputs, name) for name in metric.inputs]
+    notes += metric.notes(run_id, *arguments)
+    return metric.compute(*arguments)
+
+
+def _matched_references(notes: list[str], run_id: str, run: dict[str, Any], results: Results,
+                        candidates: dict[tuple[str, str, int], list[str]], references: Sequence[str],
+                        size: int) -> dict[str, np.ndarray] | None:
+    """The T x T matrix of each of `references` (`joint`, `random`) that matches the run, by reference method; None
+    with a note when one does not match (none, several that differ, or fewer stages than the run)."""
+    matched = {method: match_reference(results, candidates, method, run) for method in references}
     refused = [reason for _, reason in matched.values() if reason]
     if refused:
         notes.append(f"left out {run_id}: " + "; ".join(refused))
         return None
     missing = [method for method, (reference, _) in matched.items() if reference is None]
     if missing:
-        notes.append(f"left out {run_id}: no {' and no '.join(missing)} reference for seed {seed} with its data, "
-                     f"network and protocol (data {run['data_hash']}, reference key {run['reference_hash']}); "
-                     f"make it with `{_reference_command(run, missing, results)}`")
+        notes.append(f"left out {run_id}: no {' and no '.join(missing)} reference for seed {int(run['seed'])} with "
+                     f"its data, network and protocol (data {run['data_hash']}, reference key "
+                     f"{run['reference_hash']}); make it with `{_reference_command(run, missing, results)}`")
         return None
-    size = matrix.shape[0]
     if any(reference.shape[0] < size for reference, _ in matched.values()):
         notes.append(f"left out {run_id}: its references have fewer stages than the run")
         return None
-    joint = matched["joint"][0][:size, :size]
-    if metric == "intransigence":
-        return metrics.intransigence(matrix, joint)
-    return _forgetting_ratio(notes, run_id, results, matrix, joint, matched["random"][0][:size, :size])
+    return {method: reference[:size, :size] for method, (reference, _) in matched.items()}
+
+
+class RunInputs:
+    """The inputs a metric can take (`clbench.metric_registry.INPUTS`) of one run, each built when first asked."""
+
+    def __init__(self, results: Results, run_id: str, matrix: np.ndarray, references: dict[str, np.ndarray]):
+        self.results, self.run_id, self.learned, self.references = results, run_id, matrix, references
+
+    @cached_property
+    def found(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(the matrix with the entries above the diagonal, the stage-0 accuracies), or None where not stored."""
+        return self.results.full_matrix(self.run_id)
+
+    @property
+    def stored(self) -> np.ndarray:
+        return self.learned if self.found is None else self.found[0]
+
+    @property
+    def full(self) -> np.ndarray:
+        assert self.found is not None  # `_run_values` leaves out a run without it
+        return self.found[0]
+
+    @property
+    def initial(self) -> np.ndarray:
+        assert self.found is not None
+        return self.found[1]
+
+    @property
+    def joint(self) -> np.ndarray:
+        return self.references["joint"]
+
+    @cached_property
+    def random(self) -> np.ndarray:
+        return metrics.random_reference(self.references["random"], per_stage=chance_per_stage(self.results,
+                                                                                               self.run_id))
+
+    @cached_property
+    def margin(self) -> np.ndarray:
+        return metrics.reference_gap_margin(self.joint, self.random,
+                                            self.results.test_sizes(self.run_id, self.learned.shape[0]))
 
 
 def chance_per_stage(results: Results, run_id: str) -> bool:
@@ -206,15 +240,12 @@ def chance_per_stage(results: Results, run_id: str) -> bool:
     return results.evaluation == TASK_AGNOSTIC and results.info[run_id]["scenario"] != DOMAIN
 
 
-def _forgetting_ratio(notes: list[str], run_id: str, results: Results, matrix: np.ndarray, joint: np.ndarray,
-                      random_matrix: np.ndarray) -> np.ndarray:
-    """rho^{<=t} of a run against its matched references, NaN at the stages where it is undefined (with a note)."""
-    random = metrics.random_reference(random_matrix, per_stage=chance_per_stage(results, run_id))
-    margin = metrics.reference_gap_margin(joint, random, results.test_sizes(run_id, matrix.shape[0]))
+def undefined_ratio_notes(run_id: str, matrix: np.ndarray, joint: np.ndarray, random: np.ndarray,
+                          margin: np.ndarray) -> list[str]:
+    """The forgetting ratio's explanation (`Metric.explain`): a note on the stages where a run's rho^{<=t} is
+    undefined (`clbench.metrics.undefined_ratio_cells`), or none."""
     undefined = metrics.undefined_ratio_cells(joint, random, margin)
-    if undefined.any():
-        notes.append(undefined_ratio_note(run_id, joint, random, margin, undefined))
-    return metrics.forgetting_ratio(matrix, joint, random, margin)
+    return [undefined_ratio_note(run_id, joint, random, margin, undefined)] if undefined.any() else []
 
 
 def undefined_ratio_note(run_id: str, joint: np.ndarray, random: np.ndarray, margin: np.ndarray,
@@ -229,17 +260,6 @@ def undefined_ratio_note(run_id: str, joint: np.ndarray, random: np.ndarray, mar
     return (f"{run_id}: rho undefined at {'; '.join(texts)}{more} (the joint reference must beat chance by more "
             f"than {metrics.REFERENCE_GAP_STANDARD_ERRORS:g} standard errors of the two test accuracies, "
             f"{float(np.nanmax(np.where(undefined, margin, np.nan))):.3f} here): those stages read –, never a number")
-
-
-def _forward_transfer(notes: list[str], run_id: str, results: Results) -> np.ndarray | None:
-    """FWT^{<=t} of a run from its whole matrix and its stage-0 row, or None (with a note) without them."""
-    found = results.full_matrix(run_id)
-    if found is None:
-        notes.append(f"left out {run_id}: forward transfer needs the accuracies at initialisation (stage 0) and "
-                     f"before each task is learned, which this run did not store (results schema 1, or an approach "
-                     f"that cannot predict a task it has not learned, such as pathnet); re-run it with --force")
-        return None
-    return metrics.forward_transfer_by_stage(*found)
 
 
 def _reference_command(run: dict[str, Any], missing: Sequence[str], results: Results) -> str:

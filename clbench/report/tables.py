@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from clbench.errors import ResultsError
+from clbench.metric_registry import METRICS
 from clbench.report.cells import format_cell, format_memory, sort_value
 from clbench.report.formatting import Table, format_seeds
 from clbench.report.loading import Results, load_results
@@ -24,7 +25,7 @@ from clbench.report.notes import (
     split_notes,
     unmeasured_labels,
 )
-from clbench.report.statistics import METRIC_SYMBOLS, METRICS, UNAVAILABLE_METRICS, Cell, run_values, summarize
+from clbench.report.statistics import Cell, run_values, summarize
 from clbench.results import TEST
 
 
@@ -47,13 +48,11 @@ class Report:
 def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ratio",
                  include_references: bool = False, *, seeds: Sequence[int] | None = None,
                  results: Results | None = None) -> Report:
-    """The per-stage table of `metric` (one of `METRICS`) for one benchmark's results.
+    """The per-stage table of `metric` (a name in `clbench.metric_registry.METRICS`) for one benchmark's results.
 
-    `results` (from `load_results`) avoids reading the folder again when several tables are built. A metric of
-    `UNAVAILABLE_METRICS` (fwt) raises a ResultsError saying why, never a number.
+    `results` (from `load_results`) avoids reading the folder again when several tables are built. Another name
+    raises a ResultsError listing the metrics.
     """
-    if metric in UNAVAILABLE_METRICS:
-        raise ResultsError(f"--metric {metric}: {UNAVAILABLE_METRICS[metric]}")
     if metric not in METRICS:
         raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
     results = results if results is not None else load_results(results_dir, benchmark, seeds)
@@ -69,7 +68,7 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
                             f"{results.command_name} -m METHOD --seeds 0-9 --results {results.results_dir}`")
         return report
     report.stages = list(range(1, int(results.frame["stage"].max()) + 1))
-    keep = include_references or metric == "accuracy"
+    keep = include_references or METRICS[metric].lists_references
     values = run_values(results, metric, report.notes, include_references=keep)
     per_label: dict[str, list[np.ndarray]] = {}
     for run_id, curve in values.items():
@@ -118,7 +117,7 @@ def memory_column(results: Results, per_label: dict[str, list[np.ndarray]]) -> d
 
 
 def header(report: Report) -> list[str]:
-    symbol = METRIC_SYMBOLS.get(report.metric, "A")
+    symbol = METRICS[report.metric].symbol
     memory = ["memory (samples / bytes)"] if report.memory else []
     return ["approach", *[f"{symbol}<={t}" for t in report.stages], *memory, "seeds"]
 
@@ -127,7 +126,7 @@ def table_rows(report: Report, ci: bool = False) -> list[list[str]]:
     def memory(label: str) -> list[str]:
         return [report.memory.get(label, "–")] if report.memory else []
 
-    rows = [[label, *[format_cell(cell, report.metric, ci) for cell in cells], *memory(label),
+    rows = [[label, *[format_cell(cell, METRICS[report.metric].unit, ci) for cell in cells], *memory(label),
              str(len(report.seeds.get(label, [])))] for label, cells in report.rows]
     return rows + [[label, *[reason.split(" (")[0]] * len(report.stages), *memory(label), "-"]
                    for label, reason in report.unmeasured.items()]
@@ -137,7 +136,7 @@ def report_table(report: Report, ci: bool = False) -> Table:
     notes = list(report.notes)
     if report.evaluation != "task-aware":
         chance = ("; A_R^{u<=t} is the random run's accuracy on task u at stage t, the chance level of that stage"
-                  if report.metric == "forgetting-ratio" else "")
+                  if "random" in METRICS[report.metric].inputs else "")
         notes.insert(0, f"evaluation: {report.evaluation} (argmax over every class seen so far, no task id){chance}")
     notes += [f"{label}: {reason}" for label, reason in report.unmeasured.items() if "(" in reason]
     return Table(header(report), table_rows(report, ci), notes=notes)

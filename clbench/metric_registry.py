@@ -1,0 +1,149 @@
+"""The metrics of `clbench report --metric`: one declared `Metric` each, found through one table, `METRICS`.
+
+A metric names its function as "module:function" text, resolved on first use (as the approaches' `BUILTINS` table
+names its classes), so this module imports nothing but the standard library: `clbench --help` reads `--metric`'s
+choices and help from it without numpy, pandas or torch. It lives at the top of the package, not in
+`clbench.report`, because importing any module of that package first runs its `__init__`, which loads pandas.
+
+A metric's function takes the inputs it declares (`INPUTS`), in the declared order, and returns one value per
+stage t (length T, NaN where undefined); the report (`clbench.report.statistics.run_values`) builds those inputs
+for each run, matches the references they need, and leaves a run out, with a note, when one is missing. The
+mathematics stays in `clbench.metrics` (pure functions on accuracy matrices).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+PERCENT, RATIO = "percent", "ratio"
+UNITS = (PERCENT, RATIO)
+"""How a metric's values are written: `percent` (accuracy points: x 100, one decimal) or `ratio` (two decimals)."""
+
+INPUTS: dict[str, str] = {
+    "learned": "the run's T x T accuracy matrix A^{u<=t} of the tasks learned (on and below the diagonal)",
+    "stored": "the T x T matrix with the accuracies above the diagonal (a task evaluated before it is learned) "
+              "where the run stored them, else `learned`",
+    "full": "the T x T matrix with the accuracies above the diagonal; a run that did not store them is left out",
+    "initial": "the length-T accuracies b_u of the network at initialisation (stage 0); a run that did not store "
+               "them is left out",
+    "joint": "the T x T matrix A_J of the run's matching joint reference (same data, network, protocol, seed)",
+    "random": "A_R of the run's matching random reference: length-T A_R^u (task-aware, the domain scenario), or "
+              "T x T A_R^{u<=t} (task-agnostic: the chance level of each stage); `clbench.metrics.random_reference`",
+    "margin": "the T x T smallest clearly positive A_J - A_R (`clbench.metrics.reference_gap_margin`)",
+}
+"""The inputs a metric's function can take, by name: what `run_values` builds for each run."""
+
+INPUT_REFERENCES: dict[str, tuple[str, ...]] = {"joint": ("joint",), "random": ("random",),
+                                                "margin": ("joint", "random")}
+"""The reference runs each input is computed from (`clbench.report.statistics.REFERENCE_KEYS` matches them)."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One `--metric`: how its per-stage values are computed from a run's accuracies, and how they are shown.
+
+    Attributes:
+        name: the `--metric` value, and the suffix of its figure's file (`mnist2-forgetting-ratio.png`).
+        symbol: its column's symbol: `rho` gives the columns `rho<=1`, `rho<=2`, ...
+        unit: `percent` or `ratio` (`UNITS`).
+        title: the metric in words, for help and notes ("forward transfer").
+        inputs: the names (`INPUTS`) of what `function` takes, in its order.
+        function: "module:function" -> (the inputs) -> the per-stage values, length T, NaN where undefined.
+        definition: its formula at stage t, in one line (the README's metric table has the same text).
+        source: the paper or code it comes from.
+        explain: "module:function" -> (run id, the inputs) -> notes on where the value is undefined; None: none.
+        lists_references: the table lists the joint and random runs as rows without `--references` (where their
+            own value is worth reading beside the approaches': their accuracy).
+    """
+
+    name: str
+    symbol: str
+    unit: str
+    title: str
+    inputs: tuple[str, ...]
+    function: str
+    definition: str
+    source: str
+    explain: str | None = None
+    lists_references: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.inputs if name not in INPUTS]
+        if unknown or self.unit not in UNITS:
+            raise ValueError(f"metric {self.name!r}: inputs must be among {', '.join(INPUTS)} and the unit one of "
+                             f"{', '.join(UNITS)} (got inputs {list(self.inputs)}, unit {self.unit!r})")
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        """The reference runs (`joint`, `random`) its inputs need, in the order they are first named."""
+        needed = [reference for name in self.inputs for reference in INPUT_REFERENCES.get(name, ())]
+        return tuple(dict.fromkeys(needed))
+
+    @property
+    def percent(self) -> bool:
+        return self.unit == PERCENT
+
+    def compute(self, *inputs: Any) -> Any:
+        """The per-stage values from the inputs, given in `self.inputs`' order."""
+        return resolve(self.function)(*inputs)
+
+    def notes(self, run_id: str, *inputs: Any) -> list[str]:
+        """Why some of a run's values are undefined (`explain`), in words; [] when it declares no explanation."""
+        return [] if self.explain is None else list(resolve(self.explain)(run_id, *inputs))
+
+
+def resolve(target: str) -> Callable[..., Any]:
+    """The function a "module:function" text names (its module imported now)."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+METRICS: dict[str, Metric] = {}
+"""Every metric by name, in the order `--metric` lists them."""
+
+
+def register(metric: Metric) -> None:
+    """Add a metric to `METRICS`; a name already there is an error (ValueError). `--metric`'s choices are read
+    when `clbench.cli.report` is imported: a metric registered later is computed by `run_values` but not offered."""
+    if metric.name in METRICS:
+        raise ValueError(f"metric {metric.name!r} is registered already")
+    METRICS[metric.name] = metric
+
+
+def metric_help() -> str:
+    """`--metric`'s help: every metric with its symbol and source."""
+    named = "; ".join(f"{metric.name}: {metric.title} {metric.symbol}, {metric.source}" for metric in METRICS.values())
+    return f"The per-stage metric of the table: {named}. The README's Report section defines each."
+
+
+for _metric in (
+    Metric("forgetting-ratio", "rho", RATIO, "forgetting ratio", ("learned", "joint", "random", "margin"),
+           "clbench.metrics:forgetting_ratio",
+           "1/t sum_{u<=t} [(A^{u<=t} - A_R) / (A_J^{u<=t} - A_R) - 1], A_J and A_R the matching joint and random "
+           "runs (A_R^u, or A_R^{u<=t} task-agnostic; see above)", "Serra et al. 2018 (HAT)",
+           explain="clbench.report.statistics:undefined_ratio_notes"),
+    Metric("accuracy", "A", PERCENT, "mean accuracy", ("learned",), "clbench.metrics:average_accuracy",
+           "1/t sum_{u<=t} A^{u<=t}", "Lopez-Paz & Ranzato 2017 (GEM's ACC)", lists_references=True),
+    Metric("bwt", "BWT", PERCENT, "backward transfer", ("learned",), "clbench.metrics:backward_transfer_by_stage",
+           "1/(t-1) sum_{u<t} (A^{u<=t} - A^{u<=u}); negative means forgetting", "Lopez-Paz & Ranzato 2017 (GEM)"),
+    Metric("forgetting", "F", PERCENT, "forgetting", ("learned",), "clbench.metrics:forgetting_by_stage",
+           "1/(t-1) sum_{u<t} [max_{u<=l<t} A^{u<=l} - A^{u<=t}]: the best earlier accuracy minus the current, over "
+           "the tasks before the last", "Chaudhry et al. 2018 (Riemannian Walk)"),
+    Metric("forgetting-mammoth", "F_M", PERCENT, "Mammoth's forgetting", ("stored",),
+           "clbench.metrics:mammoth_forgetting_by_stage",
+           "1/(t-1) sum_{u<t} [max_{u-1<=l<=t} A^{u<=l} - A^{u<=t}]: as forgetting, but the max also takes the "
+           "current stage and, where stored, the accuracy just before the task is learned",
+           "Mammoth (utils/metrics.py, e75a491)"),
+    Metric("intransigence", "I", PERCENT, "intransigence", ("learned", "joint"), "clbench.metrics:intransigence",
+           "1/t sum_{k<=t} (A_J^{k<=k} - A^{k<=k}), A_J the matching `joint` run",
+           "Chaudhry et al. 2018 (Riemannian Walk)"),
+    Metric("learning-accuracy", "LA", PERCENT, "learning accuracy", ("learned",), "clbench.metrics:learning_accuracy",
+           "1/t sum_{k<=t} A^{k<=k}: the accuracy on each task right after learning it", "Riemer et al. 2019 (MER)"),
+    Metric("fwt", "FWT", PERCENT, "forward transfer", ("full", "initial"), "clbench.metrics:forward_transfer_by_stage",
+           "1/(t-1) sum_{1<u<=t} (A^{u<=u-1} - b_u): the accuracy on each task just before learning it, against "
+           "b_u, the accuracy of the network at initialisation (stage 0)", "Lopez-Paz & Ranzato 2017 (GEM)"),
+):
+    register(_metric)
