@@ -13,6 +13,12 @@ override only the hooks you need, all optional:
 - `begin_task(stage, tasks)`: before training task `stage` (0-based).
 - `training_data(stage, tasks) -> (train, valid)`: the `LabelledData` of a stage (default: the task's own).
 - `trainable_parameters(stage)`: what the optimiser updates (default: everything that requires a gradient).
+- `training_step(batch: Batch, step: StepInfo, optimizer: StepOptimizer) -> Tensor`: one optimiser step on a
+  training batch, returning its loss detached. Default: `loss` (under `self.autocast()`), then
+  `backward_and_step(loss, step, optimizer)` (zero the gradients, backward, `before_step`, clipping to
+  `clip_grad_norm`, the optimiser step), then `after_step`. Override it whole when the step is more than a loss
+  (draw from a memory, step, store the batch: `examples/my_replay.py`; a gradient projection; a second network);
+  override its pieces when only they change:
 - `loss(batch: Batch, step: StepInfo) -> Tensor`: the mean training loss (default: the scenario's
   cross-entropy, `scenario_cross_entropy`, plus `penalty(step.stage)`).
 - `penalty(stage) -> Tensor | float`: a regulariser added to the training and validation loss (default 0).
@@ -98,6 +104,7 @@ import torch
 
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, EpochLog, Evaluation, Hyperparameters, StepInfo, TaskLog
+from clbench.approaches.optim import StepOptimizer
 from clbench.approaches.parameters import ParameterDict, detached_parameters, named_body_parameters, tensors_to
 from clbench.approaches.plugins import ENTRY_POINT_GROUP
 from clbench.approaches.registry import REGISTRY, register  # noqa: F401  (built-ins registered before any plugin)
@@ -125,6 +132,7 @@ __all__ = [
     "ParameterDict",
     "SpecError",
     "StepInfo",
+    "StepOptimizer",
     "Task",
     "TaskLog",
     "TaskSequence",

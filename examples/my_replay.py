@@ -27,24 +27,22 @@ class MyReplay(cl.Approach):
         self.buffer = cl.ReplayBuffer(self.hparams.buffer_size, self.device)
         self.generator = context.generator("my-replay")
         self.transform: cl.InputTransform | None = None
-        self.last: cl.Batch | None = None
 
     def begin_task(self, stage: int, tasks: cl.TaskSequence) -> None:
         self.transform = tasks[stage].train.transform  # normalises replayed images as the task data
 
-    def loss(self, batch: cl.Batch, step: cl.StepInfo) -> torch.Tensor:
-        mixed = batch
+    def training_step(self, batch: cl.Batch, step: cl.StepInfo, optimizer: cl.StepOptimizer) -> torch.Tensor:
+        mixed = batch  # draw, join, loss, step, store
         if len(self.buffer):
             memory = self.buffer.sample(self.hparams.replay_batch_size, self.generator)
             old = cl.LabelledData(memory.images, memory.labels, memory.task_ids, self.transform, -1)
             mixed = cl.joined(batch, old.batch(slice(None)))
-        self.last = batch
-        return self.scenario_cross_entropy(self.multihead.features(mixed.inputs), mixed, step.stage)[0]
-
-    def after_step(self, step: cl.StepInfo) -> None:
-        assert self.last is not None
-        task_ids = torch.full_like(self.last.targets, self.last.task)
-        self.buffer.add_reservoir(self.last.images, self.last.targets, task_ids, self.generator)
+        with self.autocast():  # bfloat16 under training.amp, else nothing
+            loss = self.scenario_cross_entropy(self.multihead.features(mixed.inputs), mixed, step.stage)[0]
+        self.backward_and_step(loss, step, optimizer)
+        task_ids = torch.full_like(batch.targets, batch.task)
+        self.buffer.add_reservoir(batch.images, batch.targets, task_ids, self.generator)
+        return loss.detach()
 
     def memory_usage(self) -> tuple[int, int]:
         return len(self.buffer), self.buffer.nbytes

@@ -3,24 +3,36 @@
 The loop is the paper's protocol (Experiments: Training) with the reference implementation's details:
 plain SGD; each epoch one shuffled pass (last partial batch kept), then the validation loss (including the
 approach's penalty) steps the lr schedule and early stopping (`PlateauSchedule`; the optimiser is rebuilt when the
-lr changes); an improvement snapshots the weights, and after the loop the best snapshot is restored.
+lr changes); an improvement snapshots the weights, and after the loop the best snapshot is restored. Without early
+stopping the same loop runs `FixedEpochs` (the online protocol with `max_epochs: 1`): `task_schedule` picks.
 
-Hooks (all optional): `build_network`, `begin_task`, `training_data`, `trainable_parameters`, `loss`,
-`penalty`, `before_step` (gradient conditioning), `after_step`, `epoch_state` / `restore_epoch_state` (state
-kept and restored with the best weights), `end_task`, `predict`, `predict_classes`, `extra_state` /
-`load_extra_state` (what a checkpoint needs besides the network), `monitoring` (tables stored with the run),
-`log_scalars` (scalars for the training logs), `train_mode` (the network's mode in a training epoch).
+One training step (`training_step(batch, step, optimizer)`, once per batch), in this order by default:
+`loss(batch, step)` (under `autocast`), then `backward_and_step`: the gradients zeroed, backward,
+`before_step(step)` (gradient conditioning: A-GEM's projection, HAT's and PackNet's gradient masks; SI reads the
+gradient), clipping to `clip_grad_norm`, the optimiser step; then `after_step(step)` (HAT's clamping, SI's path
+integral). A method whose step is more than a loss overrides `training_step` whole and keeps its step in one
+method, reusing `backward_and_step` or not: ER and DER++ draw from the memory, compute the loss, step, then store
+the batch (Mammoth's `observe`); a gradient projection, per-step masks or a second network with its own optimiser
+fit there.
+
+Hooks (all optional): `build_network`, `begin_task`, `training_data`, `trainable_parameters`, `task_schedule`,
+`training_step` (or its pieces: `loss`, `penalty`, `before_step`, `after_step`), `epoch_state` /
+`restore_epoch_state` (state kept and restored with the best weights), `end_task`, `predict`, `predict_classes`,
+`extra_state` / `load_extra_state` (what a checkpoint needs besides the network), `monitoring` (tables stored
+with the run), `log_scalars` (scalars for the training logs), `train_mode` (the network's mode in a training
+epoch), `make_optimizer`.
 
 Augmentation (`data.augment`): each training batch's uint8 images are randomly cropped and flipped before they are
 normalised (`training_batch`, `augment_images`; `clbench.data.augment`), drawn from the run's `augment` stream, which
 checkpoints keep; `Batch.images` stays the stored images. Validation, test and the approaches' own passes over a
 task's data (a Fisher estimate, MAS's importance, iCaRL's exemplar features) see the images as stored.
 
-Beside this file: the loop's plain data (`datatypes`), the schedule (`schedule`), the scenarios' losses and
-heads (`losses`: the task, class and domain scenarios), the evaluations (`evaluation`: task-aware, task-agnostic),
-parameter helpers (`parameters`) and the scenario refusals (`refusals`). The other two refusals are hooks here,
-each asked where what it needs is known: `network_problem` (`unsupported_networks`; by `resolve` and the
-constructor) and `protocol_problem` (by `resolve`, for the method resolved).
+Beside this file: the loop's plain data (`datatypes`), the schedules (`schedule`), the scenarios' losses and
+heads (`scenario_losses`: the methods `Approach` inherits, over the functions of `losses`), the evaluations
+(`evaluation`: task-aware, task-agnostic), parameter helpers (`parameters`) and the scenario refusals
+(`refusals`). The other two refusals are hooks here, each asked where what it needs is known: `network_problem`
+(`unsupported_networks`; by `resolve` and the constructor) and `protocol_problem` (by `resolve`, for the method
+resolved).
 
 Two protocol switches change numerics and are off by default (`training.compile`, `training.amp`, part of the
 config hash): `clbench.nets.compile_network` compiles the network's body with torch.compile; `Approach.autocast`
@@ -40,6 +52,7 @@ from torch.nn import functional
 
 from clbench.approaches import losses
 from clbench.approaches.datatypes import (
+    NOT_VALIDATED,
     TASK_AWARE,
     ApproachContext,
     EpochLog,
@@ -53,7 +66,8 @@ from clbench.approaches.evaluation import Measure, aware_and_agnostic, mean_over
 from clbench.approaches.optim import PlainSGD, StepOptimizer, clip_grad_norm
 from clbench.approaches.parameters import tensor_bytes
 from clbench.approaches.refusals import early_stopping_problem, scenario_network_problem, unsupported_network_problem
-from clbench.approaches.schedule import PlateauSchedule
+from clbench.approaches.scenario_losses import ScenarioLosses
+from clbench.approaches.schedule import FixedEpochs, PlateauSchedule, TaskSchedule
 from clbench.data.augment import random_crop_and_flip
 from clbench.data.tasks import Batch, LabelledData, TaskSequence, TrainingInputs
 from clbench.errors import SpecError
@@ -61,7 +75,7 @@ from clbench.nets import MultiHeadNet, build_network, compile_network
 from clbench.spec import DataSpec, NetworkSpec, TrainingSpec
 
 
-class Approach:
+class Approach(ScenarioLosses):
     """A continual-learning approach over a multi-head network; subclasses override hooks, not the loop."""
 
     name: ClassVar[str] = ""
@@ -94,7 +108,9 @@ class Approach:
         self.hparams = hyperparameters
         self.device = context.device
         self.network: nn.Module = self.build_network().to(self.device)
-        trains_with_base_loss = type(self).loss is Approach.loss and type(self).learn_task is Approach.learn_task
+        cls = type(self)
+        trains_with_base_loss = (cls.loss is Approach.loss and cls.training_step is Approach.training_step
+                                 and cls.learn_task is Approach.learn_task)
         problem = scenario_network_problem(type(self), context.scenario, self.network, trains_with_base_loss)
         if problem is not None:
             raise SpecError(problem)
@@ -152,64 +168,6 @@ class Approach:
         else:
             loss, correct = losses.head_cross_entropy(self.predict(batch.inputs, batch.task), batch.targets, "sum")
         return loss + self.penalty(stage) * batch.targets.shape[0], correct
-
-    # ------------------------------------------------------------------ scenarios
-    @property
-    def class_scenario(self) -> bool:
-        """True when the loss is over every class seen so far (`data.scenario: class`, task id not needed)."""
-        return self.context.scenario == "class" and not self.needs_task_id
-
-    @property
-    def domain_scenario(self) -> bool:
-        """True in the domain scenario (`data.scenario: domain`): one head shared by every task, no task id."""
-        return self.context.scenario == "domain"
-
-    def class_targets(self, batch: Batch) -> torch.Tensor:
-        """The batch's targets as indices into the output over every class: task t's class c -> offset_t + c."""
-        return losses.class_targets(batch, self.offsets, self.context.class_offsets)  # (B,)
-
-    def seen_logits(self, features: torch.Tensor, n_tasks: int) -> torch.Tensor:
-        """The heads of tasks 0..n_tasks-1 on `features`, concatenated: (B, sum of their classes); one linear map
-        over every output with `training.class_loss: all` in the class scenario (`losses.seen_logits`)."""
-        return losses.seen_logits(self.multihead, features, n_tasks, self.loss_over_every_output)
-
-    def scenario_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,
-                               reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
-        """(cross-entropy, number correct) of a batch from the body's `features`, in the run's scenario: each
-        sample on its own task's head in the task scenario, over every class of tasks 0..stage in the class
-        scenario (`class_cross_entropy`). The batch may mix tasks (`batch.task_ids`: joint training, replay)."""
-        if self.class_scenario:
-            return self.class_cross_entropy(features, batch, stage, reduction)
-        if self.domain_scenario:
-            return self.domain_cross_entropy(features, batch, reduction)
-        if batch.task_ids is not None:
-            return losses.multihead_loss(features, self.multihead.heads, batch, stage + 1, reduction)
-        logits = self.multihead.heads[batch.task](features)  # (B, n_task)
-        return losses.head_cross_entropy(logits, batch.targets, reduction)
-
-    @property
-    def loss_over_every_output(self) -> bool:
-        """True when the class scenario's loss is over every output of the sequence (`training.class_loss: all`)."""
-        return self.class_scenario and self.training_protocol.class_loss == "all"
-
-    def loss_tasks(self, stage: int) -> int:
-        """How many tasks' heads the class scenario's loss is over at `stage` (`training.class_loss`): the tasks seen
-        so far, stage + 1 (`seen`, and always outside the class scenario), or every task of the sequence (`all`)."""
-        return len(self.context.head_sizes) if self.loss_over_every_output else stage + 1
-
-    def class_cross_entropy(self, features: torch.Tensor, batch: Batch, stage: int,
-                            reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
-        """(cross-entropy over the classes of `loss_tasks(stage)` tasks, number correct): the class scenario's
-        loss, over the classes of tasks 0..stage (`training.class_loss: seen`) or over every output (`all`)."""
-        logits = self.seen_logits(features, self.loss_tasks(stage))  # (B, classes in the loss)
-        return losses.head_cross_entropy(logits, self.class_targets(batch), reduction)
-
-    def domain_cross_entropy(self, features: torch.Tensor, batch: Batch,
-                             reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
-        """(cross-entropy on the shared head, number correct): the domain scenario's loss, whatever tasks the batch
-        mixes; the target is the class within the sample's task."""
-        logits = self.multihead.heads[0](features)  # (B, C): every task's head is this one
-        return losses.head_cross_entropy(logits, batch.targets, reduction)
 
     def penalty(self, stage: int) -> torch.Tensor | float:
         """The approach's regulariser, added to the training and validation loss (default 0)."""
@@ -289,61 +247,43 @@ class Approach:
 
     # ------------------------------------------------------------------ the loop
     def learn_task(self, stage: int, tasks: TaskSequence, progress: ProgressCallback | None = None) -> TaskLog:
-        """Train task `stage` with the paper's protocol and restore the best-validation weights (without early
-        stopping: `learn_task_fixed_epochs`)."""
-        if not self.training_protocol.early_stopping:
-            return self.learn_task_fixed_epochs(stage, tasks, progress)
+        """Train task `stage` epoch by epoch under `task_schedule` (the paper's protocol: the lr schedule, early
+        stopping and the best-validation weights restored; or a fixed number of epochs, the last weights kept)."""
         start = time.perf_counter()
         self.begin_task(stage, tasks)
         train, valid = self.training_data(stage, tasks)
-        training = self.training_protocol
-        schedule = PlateauSchedule(training)
+        schedule = self.task_schedule()
         optimizer = self.make_optimizer(stage, schedule.lr)
-        best, best_state = self.snapshot(), self.epoch_state()
+        best = (self.snapshot(), self.epoch_state()) if schedule.restores_best else None
         best_epoch, epochs, batches = 0, 0, 0
-        for epoch in range(training.max_epochs):
+        for epoch in range(self.training_protocol.max_epochs):
             lr = schedule.lr
             train_loss, n_batches = self.train_epoch(stage, epoch, train, optimizer)
-            evaluation = self.evaluate_validation(valid, stage)
+            validated = len(valid) > 0 or schedule.restores_best  # early stopping needs the split
+            evaluation = self.evaluate_validation(valid, stage) if validated else NOT_VALIDATED
             improved, lr_changed = schedule.step(evaluation.loss)
             epochs, batches = epoch + 1, batches + n_batches
             if improved:
-                best, best_state, best_epoch = self.snapshot(), self.epoch_state(), epoch + 1
+                best, best_epoch = (self.snapshot(), self.epoch_state()), epoch + 1
             if progress is not None:
                 progress(EpochLog(stage, epoch + 1, lr, train_loss, evaluation.loss, evaluation.accuracy, improved))
             if schedule.stopped:
                 break
             if lr_changed:
                 optimizer = self.make_optimizer(stage, schedule.lr)
-        self.restore(best)
-        self.restore_epoch_state(best_state)
+        if best is not None:
+            self.restore(best[0])
+            self.restore_epoch_state(best[1])
         self.end_task(stage, tasks)
-        return TaskLog(stage, epochs, best_epoch, schedule.best_loss, schedule.lr,
-                       time.perf_counter() - start, batches)
+        return TaskLog(stage, epochs, best_epoch if schedule.restores_best else epochs, schedule.best_loss,
+                       schedule.lr, time.perf_counter() - start, batches)
 
-    def learn_task_fixed_epochs(self, stage: int, tasks: TaskSequence,
-                                progress: ProgressCallback | None = None) -> TaskLog:
-        """Train task `stage` for exactly `max_epochs` epochs at the protocol's lr and keep the last weights
-        (`training.early_stopping: false`; with `max_epochs: 1` the online protocol's single pass, ceil(n / batch)
-        optimiser steps). The validation split, when there is one, is only evaluated for the progress log."""
-        start = time.perf_counter()
-        self.begin_task(stage, tasks)
-        train, valid = self.training_data(stage, tasks)
+    def task_schedule(self) -> TaskSchedule:
+        """How the epochs of a task run: `PlateauSchedule` (the paper's lr schedule and early stopping) or, with
+        `training.early_stopping: false`, `FixedEpochs` (`max_epochs` epochs at the protocol's lr; with
+        `max_epochs: 1` the online protocol's single pass, ceil(n / batch) optimiser steps)."""
         training = self.training_protocol
-        optimizer = self.make_optimizer(stage, training.lr)
-        batches, valid_loss = 0, float("nan")
-        for epoch in range(training.max_epochs):
-            train_loss, n_batches = self.train_epoch(stage, epoch, train, optimizer)
-            batches += n_batches
-            evaluation = self.evaluate_validation(valid, stage) if len(valid) else Evaluation(float("nan"),
-                                                                                            float("nan"), 0)
-            valid_loss = evaluation.loss
-            if progress is not None:
-                progress(EpochLog(stage, epoch + 1, training.lr, train_loss, evaluation.loss, evaluation.accuracy,
-                                  False))
-        self.end_task(stage, tasks)
-        return TaskLog(stage, training.max_epochs, training.max_epochs, valid_loss, training.lr,
-                       time.perf_counter() - start, batches)
+        return PlateauSchedule(training) if training.early_stopping else FixedEpochs(training)
 
     @property
     def training_protocol(self) -> TrainingSpec:
@@ -380,25 +320,39 @@ class Approach:
 
     def train_epoch(self, stage: int, epoch: int, data: LabelledData,
                     optimizer: StepOptimizer) -> tuple[float, int]:
-        """One shuffled pass over `data`; returns (mean training loss, batches)."""
+        """One shuffled pass over `data`, a `training_step` per batch; returns (mean training loss, batches)."""
         self.train_mode(stage)
         order = torch.randperm(len(data), generator=self.batch_generator).to(data.images.device)
         chunks = order.split(self.training_protocol.batch_size)
-        parameters = [p for group in optimizer.param_groups for p in group["params"]]
         total = torch.zeros((), device=self.device)
         for index, indices in enumerate(chunks):
             step = StepInfo(stage, epoch, index, len(chunks))
-            with self.autocast():
-                loss = self.loss(self.training_batch(data, indices), step)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            self.before_step(step)
-            if self.hparams.clip_grad_norm > 0:  # 0: no clipping (Mammoth's protocols)
-                clip_grad_norm(parameters, self.hparams.clip_grad_norm)
-            optimizer.step()
-            self.after_step(step)
-            total += loss.detach()
+            total += self.training_step(self.training_batch(data, indices), step, optimizer)
         return float(total) / max(1, len(chunks)), len(chunks)
+
+    def training_step(self, batch: Batch, step: StepInfo, optimizer: StepOptimizer) -> torch.Tensor:
+        """One optimiser step on a training batch; returns its loss, detached (the epoch's mean is of these).
+
+        The default: `loss` (under `autocast`), then `backward_and_step` (zero the gradients, backward,
+        `before_step`, clipping, the optimiser step), then `after_step`. A method whose step is more than a loss
+        overrides this whole (replay: draw, join, loss, step, store; Mammoth's `observe`), reusing those pieces.
+        """
+        with self.autocast():
+            loss = self.loss(batch, step)
+        self.backward_and_step(loss, step, optimizer)
+        self.after_step(step)
+        return loss.detach()
+
+    def backward_and_step(self, loss: torch.Tensor, step: StepInfo, optimizer: StepOptimizer) -> None:
+        """Zero the gradients, backward `loss`, `before_step` (gradient conditioning), clip the gradients' norm to
+        `clip_grad_norm` (0: no clipping, Mammoth's protocols) and take the optimiser step."""
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.before_step(step)
+        if self.hparams.clip_grad_norm > 0:
+            parameters = [p for group in optimizer.param_groups for p in group["params"]]
+            clip_grad_norm(parameters, self.hparams.clip_grad_norm)
+        optimizer.step()
 
     def evaluate_validation(self, data: LabelledData, stage: int) -> Evaluation:
         """Validation loss (with penalty) and accuracy, without autograd."""
@@ -455,9 +409,3 @@ class Approach:
             self.batch_generator.set_state(state["batch_generator"])
         if self.augment_generator is not None and "augment_generator" in state:
             self.augment_generator.set_state(state["augment_generator"])
-
-    @property
-    def multihead(self) -> MultiHeadNet:
-        """The network as a MultiHeadNet (for approaches that need `features` and `heads`)."""
-        assert isinstance(self.network, MultiHeadNet)
-        return self.network

@@ -95,6 +95,9 @@ class Evaluation:
     n: int
 
 
+NOT_VALIDATED = Evaluation(float("nan"), float("nan"), 0)
+"""An epoch's validation without a validation split (`training.early_stopping: false`): nothing measured."""
+
 TASK_AWARE = "task-aware"
 TASK_AGNOSTIC = "task-agnostic"
 

@@ -70,8 +70,7 @@ def test_replay_stores_the_stored_images_and_augments_what_it_replays(tasks) -> 
     data, indices = tasks[0].train, torch.arange(8)
     batch = approach.training_batch(data, indices)
     approach.network.train()
-    approach.loss(batch, StepInfo(0, 0, 0, 1))
-    approach.after_step(StepInfo(0, 0, 0, 1))
+    approach.training_step(batch, StepInfo(0, 0, 0, 1), approach.make_optimizer(0, 0.01))
     stored = approach.buffer.contents()
     assert torch.equal(stored.images, data.images[:8])  # the images as stored, not the crops
     replayed, memory = approach.replayed()

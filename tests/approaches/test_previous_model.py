@@ -1,5 +1,5 @@
 """`PreviousModel`, the frozen network after the previous task that LwF, LFL and iCaRL hold; and the replay step's
-hand-off from `loss` to `after_step` (ER, DER++)."""
+order in its one `training_step` (ER, DER++: the batch stored after the optimiser step)."""
 
 from __future__ import annotations
 
@@ -92,20 +92,26 @@ def test_lfl_does_not_import_its_sibling_lwf() -> None:
 
 
 @pytest.mark.parametrize("method", ["er", "derpp"])
-def test_a_replay_step_stores_its_batch_after_the_optimiser_step_not_in_its_loss(method: str) -> None:
+def test_a_replay_step_stores_its_batch_after_the_optimiser_step(method: str) -> None:
     tasks = tiny_tasks(SPEC)
     approach = make_approach(method, SPEC, tasks, buffer_size=50, replay_batch_size=8)
     approach.begin_task(0, tasks)
     batch = approach.training_batch(tasks[0].train, torch.arange(8))
     approach.network.train()
-    step = StepInfo(0, 0, 0, 1)
-    approach.loss(batch, step)
-    assert len(approach.buffer) == 0  # `loss` draws from the memory; nothing is stored yet
-    approach.after_step(step)
+    optimizer = approach.make_optimizer(0, 0.05)
+    stored_at_the_step: list[int] = []
+    original_step = optimizer.step
+
+    def recorded_step() -> None:
+        stored_at_the_step.append(len(approach.buffer))
+        original_step()
+
+    optimizer.step = recorded_step  # type: ignore[method-assign]
+    approach.training_step(batch, StepInfo(0, 0, 0, 1), optimizer)
+    assert stored_at_the_step == [0]  # the step's loss drew from the memory; nothing was stored before the step
     assert len(approach.buffer) == 8 and torch.equal(approach.buffer.contents().images, batch.images)
     assert (approach.buffer.contents().logits is not None) == (method == "derpp")  # DER++ keeps the logits
-    approach.after_step(step)  # a second call without a step in between stores nothing more
-    assert len(approach.buffer) == 8
+    assert not hasattr(approach, "to_store")  # the step hands nothing on to another hook
 
 
 def test_frozen_network_is_a_gradient_free_eval_copy_and_leaves_the_global_rng_alone() -> None:

@@ -125,7 +125,7 @@ def test_derpp_loss_terms_by_hand() -> None:
     batch = tasks[1].train.batch(slice(0, 8))
     net = approach.multihead
     net.eval()  # no dropout in the tiny MLP anyway; eval keeps the by-hand forward identical
-    loss = approach.loss(batch, StepInfo(1, 0, 0, 1))
+    loss = approach.training_step(batch, StepInfo(1, 0, 0, 1), torch.optim.SGD(net.parameters(), lr=0.0))
     # every memory sample is replayed twice (replay_batch_size = size), in some order: the means do not depend on it
     features = net.features(batch.inputs)
     old_features = net.features(old.inputs)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 
-from clbench.approaches.schedule import PlateauSchedule
+from clbench.approaches.schedule import FixedEpochs, PlateauSchedule
 from clbench.spec import TrainingSpec
 
 
@@ -19,6 +19,15 @@ def test_schedule_decays_after_patience_and_stops_below_lr_min() -> None:
     assert decisions[:4] == [(False, False)] * 4 and decisions[4] == (False, True)
     assert schedule.lr == pytest.approx(0.05 / 3) and schedule.patience == 5
     assert schedule.step(0.5) == (True, False) and schedule.best_loss == 0.5
+
+
+def test_fixed_epochs_never_improve_never_change_the_lr_and_report_the_last_loss() -> None:
+    """Without early stopping the one loop keeps the last weights: no improvement (no snapshot, nothing
+    restored), the protocol's lr throughout, and the task log's validation loss the last epoch's."""
+    schedule = FixedEpochs(TrainingSpec(lr=0.05, patience=1, lr_min=0.04, early_stopping=False))
+    assert not schedule.restores_best and PlateauSchedule.restores_best
+    assert [schedule.step(loss) for loss in (3.0, 1.0, 2.0)] == [(False, False)] * 3
+    assert schedule.lr == 0.05 and not schedule.stopped and schedule.best_loss == 2.0
 
 
 def test_schedule_reaches_the_reference_lr_sequence() -> None:

@@ -58,7 +58,7 @@ def test_er_trains_replayed_samples_as_their_own_tasks_classes() -> None:
     er.buffer.set_contents(torch.zeros(3, 1, 1, 2, dtype=torch.uint8), torch.tensor([1, 2, 0]),
                            torch.tensor([0, 1, 1]))
     batch = Batch(torch.zeros(1, 2), torch.tensor([0]), 2, images=torch.zeros(1, 1, 1, 2, dtype=torch.uint8))
-    loss = er.loss(batch, StepInfo(2, 0, 0, 1))
+    loss = er.training_step(batch, StepInfo(2, 0, 0, 1), torch.optim.SGD(er.network.parameters(), lr=0.0))
     # global targets: the batch's 5 + 0 = 5 (w 1), replayed 0 + 1 = 1 (w 2), 2 + 2 = 4 (w 3), 2 + 0 = 2 (w 1)
     assert loss.item() == pytest.approx((math.log(12) + math.log(6) + math.log(4) + math.log(12)) / 4, rel=1e-6)
 

@@ -43,7 +43,8 @@ class ReplayApproach(Approach):
     """Keeps a `ReplayBuffer`; subclasses decide what goes in and how replayed samples enter the loss.
 
     The memory's plumbing only: drawing (`replayed`), storing (`store`), checkpoints and `memory_usage`. Each method's
-    file holds its whole step: ER's and DER++'s `loss` and `after_step`, A-GEM's `before_step` and `end_task`.
+    file holds its whole step: ER's and DER++'s `training_step` (draw, loss, step, store), A-GEM's `before_step`
+    (the projection) and `end_task` (its episodic memory).
     """
 
     hyperparameters_class = ReplayHyperparameters

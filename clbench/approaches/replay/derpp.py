@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional
 
-from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.datatypes import StepInfo
+from clbench.approaches.optim import StepOptimizer
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.approaches.replay.functions import logit_matching_loss
 from clbench.data.tasks import Batch
@@ -40,34 +41,35 @@ class DERPPHyperparameters(ReplayHyperparameters):
 
 
 class DERPlusPlus(ReplayApproach):
-    """Cross-entropy, plus matching stored logits and replayed labels.
-
-    A step (`Approach.train_epoch`: `loss`, backward, clipping, optimiser step, `after_step`): `loss` computes the
-    batch's logits and cross-entropy, then draws two memory batches for the logit matching and the replayed labels;
-    `after_step` stores the batch with its logits.
-    """
+    """Cross-entropy, plus matching stored logits and replayed labels; the batch stored with its logits."""
 
     name = "derpp"
     summary = "dark experience replay++ (Buzzega et al. 2020)"
     hyperparameters_class = DERPPHyperparameters
     hparams: DERPPHyperparameters
 
-    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
-        super().__init__(context, hyperparameters)
-        self.to_store: tuple[Batch, torch.Tensor] | None = None  # the step's batch and logits, to `after_step`
+    def training_step(self, batch: Batch, step: StepInfo, optimizer: StepOptimizer) -> torch.Tensor:
+        """Loss (with two draws from the memory), step, store the batch with its logits from before the step
+        (Mammoth `models/derpp.py` `observe`: `add_data` after `opt.step()`)."""
+        with self.autocast():
+            loss, logits = self.objective(batch, step.stage)
+        self.backward_and_step(loss, step, optimizer)
+        self.store(batch, logits)
+        return loss.detach()
 
-    def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
+    def objective(self, batch: Batch, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the step's loss, the batch's logits over every class, detached): the batch's cross-entropy, then two
+        memory batches drawn for the logit matching and the replayed labels (drawn before the batch is stored)."""
         every_output = self.every_output_map()
         features = self.multihead.features(batch.inputs)
         every = every_output(features)  # (B, every class): stored after the step
         if self.loss_over_every_output:  # class_loss all: the loss is over these same logits
             loss = functional.cross_entropy(every, self.class_targets(batch))
         else:
-            loss = self.scenario_cross_entropy(features, batch, step.stage)[0]
-        self.to_store = (batch, every.detach())
-        first = self.replayed()  # drawn before the batch is stored
+            loss = self.scenario_cross_entropy(features, batch, stage)[0]
+        first = self.replayed()
         if first is None:
-            return loss
+            return loss, every.detach()
         batch_1, memory_1 = first
         assert memory_1.logits is not None
         current = every_output(self.multihead.features(batch_1.inputs))
@@ -77,16 +79,10 @@ class DERPlusPlus(ReplayApproach):
         batch_2 = second[0]
         features_2 = self.multihead.features(batch_2.inputs)
         if self.loss_over_every_output:
-            return loss + self.hparams.beta * functional.cross_entropy(every_output(features_2),
-                                                                       self.class_targets(batch_2))
-        return loss + self.hparams.beta * self.scenario_cross_entropy(features_2, batch_2, step.stage)[0]
-
-    def after_step(self, step: StepInfo) -> None:
-        """Offer the step's batch and its logits (before the step) to the memory once the optimiser has stepped
-        (Mammoth: `add_data` after `opt.step()`)."""
-        if self.to_store is not None:
-            self.store(*self.to_store)
-            self.to_store = None
+            labels = functional.cross_entropy(every_output(features_2), self.class_targets(batch_2))
+        else:
+            labels = self.scenario_cross_entropy(features_2, batch_2, stage)[0]
+        return loss + self.hparams.beta * labels, every.detach()
 
     def every_output_map(self) -> Callable[[torch.Tensor], torch.Tensor]:
         """features -> every head's logits side by side, for one step's three forward passes: with class_loss

@@ -17,34 +17,24 @@ from __future__ import annotations
 
 import torch
 
-from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.datatypes import StepInfo
+from clbench.approaches.optim import StepOptimizer
 from clbench.approaches.replay.approach import ReplayApproach, joined
 from clbench.data.tasks import Batch
 
 
 class ExperienceReplay(ReplayApproach):
-    """The current batch and a batch from the memory in one cross-entropy.
-
-    A step (`Approach.train_epoch`: `loss`, backward, clipping, optimiser step, `after_step`): `loss` draws from the
-    memory, joins the draw to the batch and returns the cross-entropy; `after_step` stores the batch.
-    """
+    """The current batch and a batch from the memory in one cross-entropy; the batch stored after the step."""
 
     name = "er"
     summary = "experience replay with a reservoir memory (Chaudhry et al. 2019)"
 
-    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
-        super().__init__(context, hyperparameters)
-        self.to_store: Batch | None = None  # the step's batch, from `loss` to `after_step`
-
-    def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
-        replay = self.replayed()  # memory samples, drawn before the batch is stored (None while it is empty)
-        mixed = batch if replay is None else joined(batch, replay[0])
-        self.to_store = batch
-        return self.scenario_cross_entropy(self.multihead.features(mixed.inputs), mixed, step.stage)[0]
-
-    def after_step(self, step: StepInfo) -> None:
-        """Offer the step's batch to the memory once the optimiser has stepped (Mammoth: `add_data` after
-        `opt.step()`)."""
-        if self.to_store is not None:
-            self.store(self.to_store)
-            self.to_store = None
+    def training_step(self, batch: Batch, step: StepInfo, optimizer: StepOptimizer) -> torch.Tensor:
+        """Draw, join, loss, step, store (Mammoth `models/er.py` `observe`)."""
+        with self.autocast():
+            replay = self.replayed()  # memory samples, drawn before the batch is stored (None while it is empty)
+            mixed = batch if replay is None else joined(batch, replay[0])
+            loss = self.scenario_cross_entropy(self.multihead.features(mixed.inputs), mixed, step.stage)[0]
+        self.backward_and_step(loss, step, optimizer)
+        self.store(batch)  # once the optimiser has stepped (Mammoth: `add_data` after `opt.step()`)
+        return loss.detach()
