@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 import torch
 
-from clbench.approaches import Approach, ApproachContext
-from clbench.approaches.datatypes import EpochLog
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, EpochLog
 from clbench.approaches.plugins import code_text
 from clbench.approaches.registry import code_identity, origin_of
 from clbench.data.tasks import DatasetLoader, TaskSequence

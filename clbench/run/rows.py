@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from clbench.approaches import Approach
+from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import TASK_AWARE, Evaluation, TaskLog
 from clbench.approaches.registry import origin_of
 from clbench.data.tasks import TaskSequence

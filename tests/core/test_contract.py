@@ -28,7 +28,7 @@ import torch
 from golden_runs import GOLDEN_COMPARISONS, compare_with_golden, golden_record, load_golden, recording, store_golden
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_resnet_spec, tiny_spec
 
-from clbench.approaches import REGISTRY
+from clbench.approaches.registry import REGISTRY
 from clbench.errors import SpecError
 from clbench.metrics import accuracy_matrix, is_complete_matrix
 from clbench.run.engine import RunOutcome, execute

@@ -100,7 +100,7 @@ def test_config_hash_separates_hyperparameters(tmp_path: Path) -> None:
 
 def test_an_approach_revision_changes_its_config_hash_and_revision_0_leaves_the_config_as_it_was(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clbench.approaches import REGISTRY
+    from clbench.approaches.registry import REGISTRY
 
     spec = tiny_spec("mlp")
     [sgd] = plan_runs(spec, ["sgd"], [0], tmp_path)

@@ -146,8 +146,8 @@ def test_every_strength_hint_names_a_real_hyperparameter_field(tmp_path: Path, m
 
     from synthetic import make_approach, tiny_spec, tiny_tasks
 
-    from clbench.approaches import REGISTRY
     from clbench.approaches.importance.report import PenaltyReporter
+    from clbench.approaches.registry import REGISTRY
     from clbench.report import load_results
 
     write_stiffness(write_run(tmp_path, method, 0, [[0.9], [0.9, 0.9]]), SEED_0)  # unstable after task 2

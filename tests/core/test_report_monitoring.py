@@ -167,7 +167,7 @@ def test_importing_the_cli_imports_no_methods_package() -> None:
 
 
 def test_built_in_reporters_match_what_the_approach_classes_declare() -> None:
-    from clbench.approaches import REGISTRY
+    from clbench.approaches.registry import REGISTRY
 
     declared = {name: cls.monitoring_reporter for name, cls in REGISTRY.items() if cls.monitoring_reporter}
     assert declared == LEGACY_REPORTERS
