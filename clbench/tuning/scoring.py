@@ -14,7 +14,7 @@ import pandas as pd
 
 from clbench import metrics
 from clbench.errors import ClbenchError
-from clbench.report import REFERENCE_KEYS
+from clbench.report.statistics import REFERENCE_KEYS
 from clbench.results import EVALUATIONS, scenario_evaluation, select_split
 from clbench.spec.grid import expand_grid, parse_grid_spec
 

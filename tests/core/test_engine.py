@@ -11,7 +11,7 @@ from runhelpers import run
 from synthetic import synthetic_loader, tiny_spec
 
 from clbench.errors import ResultsError
-from clbench.report import load_results
+from clbench.report.loading import load_results
 from clbench.results import COLUMNS, SCHEMA_VERSION, read_run_file
 from clbench.run.checkpoints import load_checkpoint
 from clbench.run.engine import execute

@@ -24,7 +24,8 @@ from clbench.approaches.registry import REGISTRY
 from clbench.approaches.resolution import resolve
 from clbench.data.tasks import Batch, LabelledData, build_tasks
 from clbench.errors import SpecError
-from clbench.report import build_report, load_results
+from clbench.report.loading import load_results
+from clbench.report.tables import build_report
 from clbench.run.engine import execute
 from clbench.run.plan import plan_runs
 from clbench.spec import BenchmarkSpec, NetworkSpec, TrainingSpec, load_benchmark

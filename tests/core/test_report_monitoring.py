@@ -14,7 +14,9 @@ from resultbuilders import GOLDEN, golden_results, portable, write_run, write_ru
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report import LEGACY_REPORTERS, MonitoringReporter, Results, Table, load_results, method_reporter
+from clbench.report.formatting import Table
+from clbench.report.loading import Results, load_results
+from clbench.report.monitoring import LEGACY_REPORTERS, MonitoringReporter, method_reporter
 from clbench.report.sections import monitoring_text
 from clbench.results import write_parquet
 

@@ -24,7 +24,8 @@ from clbench.cli import app
 from clbench.cli.progress import final_means, stage_line
 from clbench.errors import ResultsError
 from clbench.metrics import accuracy_matrices
-from clbench.report import build_report, load_results
+from clbench.report.loading import load_results
+from clbench.report.tables import build_report
 from clbench.results import select_split
 from clbench.run.checkpoints import load_checkpoint
 from clbench.run.engine import SilentObserver, execute
