@@ -51,11 +51,11 @@ from clbench.run.locking import held_lock, lock_holder
 from clbench.run.loggers.run_loggers import RunLoggers, open_run_loggers
 from clbench.run.plan import RunPlan
 from clbench.run.rows import (
-    _encoded_rows,
-    _evaluate_stage,
-    _store_monitoring,
+    encoded_rows,
+    evaluate_stage_rows,
     learned_accuracies,
     shown_evaluation,
+    store_monitoring,
 )
 from clbench.run.shared_tasks import SharedTasks
 from clbench.seeding import seed_global_torch
@@ -201,7 +201,7 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader, 
     try:
         write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
         rows = _run_sequence(plan, device, loader, observer, header, loggers, shared)
-        finished, encoded = _encoded_rows(plan, rows)
+        finished, encoded = encoded_rows(plan, rows)
     except BaseException as error:
         if shared is not None:  # its caches may be half filled: the next run builds its own
             shared.forget()
@@ -254,7 +254,7 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
     run_log = open_run_loggers(plan, loggers, first_stage, rows, approach.log_scalars)
     try:
         if first_stage == 0:
-            rows = _evaluate_stage(plan, approach, tasks, -1, None, header)
+            rows = evaluate_stage_rows(plan, approach, tasks, -1, None, header)
             run_log.stage_evaluated(0, rows)
         header.update(resumed_after_stage=first_stage or None)
         write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
@@ -283,7 +283,7 @@ def _train_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: 
 
     observer.task_started(plan, stage)
     task_log = approach.learn_task(stage, tasks, epoch_finished)
-    stage_rows = _evaluate_stage(plan, approach, tasks, stage, task_log, header)
-    _store_monitoring(plan, approach, tasks, stage, header)
+    stage_rows = evaluate_stage_rows(plan, approach, tasks, stage, task_log, header)
+    store_monitoring(plan, approach, tasks, stage, header)
     run_log.stage_evaluated(stage + 1, stage_rows)
     return stage_rows
