@@ -37,6 +37,7 @@ from clbench.results import (
     RUN_FILE,
     SCHEMA_VERSION,
     DamagedFileError,
+    RunStatus,
     atomic_write_bytes,
     damaged_run_files,
     is_complete,
@@ -69,7 +70,7 @@ class RunOutcome:
     `failed` or `interrupted`, with its rows (done) or the error (failed, locked: who holds the lock)."""
 
     plan: RunPlan
-    status: str
+    status: RunStatus
     rows: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
@@ -79,7 +80,7 @@ class RunOutcome:
     @property
     def succeeded(self) -> bool:
         """Done, already finished, or left to the process that is running it."""
-        return self.status in ("done", "skipped", "locked")
+        return self.status in (RunStatus.DONE, RunStatus.SKIPPED, RunStatus.LOCKED)
 
 
 class RunObserver(Protocol):
@@ -146,9 +147,9 @@ def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force
     observer = observer or SilentObserver()
     with held_lock(plan.run_dir) as locked:
         if not locked:
-            return RunOutcome(plan, "locked", error=f"running elsewhere ({lock_holder(plan.run_dir)})")
+            return RunOutcome(plan, RunStatus.LOCKED, error=f"running elsewhere ({lock_holder(plan.run_dir)})")
         if is_complete(plan.run_dir) and not force:
-            return RunOutcome(plan, "skipped")
+            return RunOutcome(plan, RunStatus.SKIPPED)
         check_code(plan, force)
         if force:
             discard_progress(plan.run_dir)
@@ -199,13 +200,13 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader, 
     header = _run_header(plan, machine_provenance(str(device), str(torch.__version__), torch.version.cuda))
     header["damaged_files"] = damaged
     try:
-        write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
+        write_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.RUNNING})
         rows = _run_sequence(plan, device, loader, observer, header, loggers, shared)
         finished, encoded = encoded_rows(plan, rows)
     except BaseException as error:
         if shared is not None:  # its caches may be half filled: the next run builds its own
             shared.forget()
-        status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+        status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
         write_json(plan.run_dir / RUN_FILE, {**header, "status": status, "finished_utc": utc_now(),
                                              "error": f"{type(error).__name__}: {error}",
                                              "traceback": traceback.format_exc()})
@@ -213,9 +214,9 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader, 
     seconds = time.perf_counter() - start
     with interrupts_held():  # the rows and `complete` land together; a Ctrl-C meanwhile takes effect after both
         atomic_write_bytes(plan.run_dir / ACCURACY_FILE, encoded)
-        write_json(plan.run_dir / RUN_FILE, {**header, "status": "complete", "finished_utc": finished,
+        write_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.COMPLETE, "finished_utc": finished,
                                              "seconds": seconds})
-    return RunOutcome(plan, "done", rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"],
+    return RunOutcome(plan, RunStatus.DONE, rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"],
                       damaged=tuple(header["damaged_files"]))
 
 
@@ -257,7 +258,7 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
             rows = evaluate_stage_rows(plan, approach, tasks, -1, None, header)
             run_log.stage_evaluated(0, rows)
         header.update(resumed_after_stage=first_stage or None)
-        write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
+        write_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.RUNNING})
         observer.run_started(plan, tasks.names)
         if first_stage:
             observer.run_resumed(plan, first_stage - 1)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clbench.data.tasks import DatasetLoader
-from clbench.results import is_complete
+from clbench.results import RunStatus, is_complete
 from clbench.run.engine import RunObserver, RunOutcome
 from clbench.run.plan import RunPlan
 from clbench.run.shared_tasks import SharedTasks, data_key, grouped_by_data
@@ -121,11 +121,11 @@ def run_request(request: RunRequest, observer: RunObserver, shared: SharedTasks 
         return execute(request.plan, device=torch.device(request.device), loader=request.loader,
                        force=request.force, observer=observer, loggers=request.loggers, shared=shared)
     except KeyboardInterrupt:
-        return RunOutcome(request.plan, "interrupted", error="KeyboardInterrupt",
+        return RunOutcome(request.plan, RunStatus.INTERRUPTED, error="KeyboardInterrupt",
                           seconds=time.perf_counter() - start)
     except Exception as error:  # a failed run is reported and does not stop the others
         log.debug("run %s failed", request.plan.run_id, exc_info=True)
-        return RunOutcome(request.plan, "failed", error=f"{type(error).__name__}: {error}",
+        return RunOutcome(request.plan, RunStatus.FAILED, error=f"{type(error).__name__}: {error}",
                           seconds=time.perf_counter() - start)
 
 
@@ -134,7 +134,7 @@ def already_finished(requests: Iterable[RunRequest]) -> tuple[list[RunRequest], 
     to_run, skipped = [], []
     for request in requests:
         if not request.force and is_complete(request.plan.run_dir):
-            skipped.append(RunOutcome(request.plan, "skipped"))
+            skipped.append(RunOutcome(request.plan, RunStatus.SKIPPED))
         else:
             to_run.append(request)
     return to_run, skipped
@@ -156,7 +156,7 @@ def run_serially(requests: Sequence[RunRequest], listener: ScheduleListener) -> 
         outcome = run_request(request, listener, shared)
         outcomes.append(outcome)
         listener.run_ended(outcome)
-        if outcome.status == "interrupted":
+        if outcome.status == RunStatus.INTERRUPTED:
             raise KeyboardInterrupt
     return outcomes
 
@@ -292,7 +292,7 @@ class _WorkerPool:
                 self._receive(timeout=0.5)  # its last events may still be in the pipe
             if slot.current is not None:
                 self._record(slot.current, RunOutcome(
-                    self.plans[slot.current], "interrupted" if self.stopping else "failed",
+                    self.plans[slot.current], RunStatus.INTERRUPTED if self.stopping else RunStatus.FAILED,
                     error=f"worker process exited with code {code} before reporting (killed, out of memory, "
                           f"or a crash in native code)"))
 
@@ -321,6 +321,6 @@ class _WorkerPool:
             self._receive(timeout=0.2)
             self._reap()
         for index in [slot.current for slot in self._busy() if slot.current is not None]:
-            self._record(index, RunOutcome(self.plans[index], "interrupted", error="killed after Ctrl-C"))
+            self._record(index, RunOutcome(self.plans[index], RunStatus.INTERRUPTED, error="killed after Ctrl-C"))
         self._close(timeout=5.0)
 
