@@ -84,32 +84,33 @@ class RunOutcome:
 
 
 class RunObserver(Protocol):
-    """Receives progress events (the CLI shows them; tests may record them)."""
-
-    def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None: ...
-    def run_resumed(self, plan: RunPlan, stage: int) -> None: ...
-    def task_started(self, plan: RunPlan, stage: int) -> None: ...
-    def epoch_finished(self, plan: RunPlan, epoch: EpochLog) -> None: ...
-    def task_finished(self, plan: RunPlan, stage: int, accuracies: Sequence[float]) -> None: ...
-
-
-class SilentObserver:
-    """An observer that ignores every event."""
+    """Receives a run's progress events (the CLI shows them; tests may record them; a worker forwards them,
+    `clbench.run.scheduler.ForwardingObserver`). Each event's arguments after `plan` are what a worker sends
+    back. A class that derives from this one ignores the events it does not override."""
 
     def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None:
-        pass
+        """The run's tasks are ready and its first stage is about to train."""
+        return None
 
     def run_resumed(self, plan: RunPlan, stage: int) -> None:
-        pass
+        """The run continues after its checkpoint of task `stage` (0-based)."""
+        return None
 
     def task_started(self, plan: RunPlan, stage: int) -> None:
-        pass
+        """Task `stage` (0-based) starts training."""
+        return None
 
     def epoch_finished(self, plan: RunPlan, epoch: EpochLog) -> None:
-        pass
+        """One training epoch ended (`EpochLog`: losses, accuracy, learning rate, time)."""
+        return None
 
     def task_finished(self, plan: RunPlan, stage: int, accuracies: Sequence[float]) -> None:
-        pass
+        """Task `stage` is trained and evaluated: the test accuracies of the tasks learned so far."""
+        return None
+
+
+class SilentObserver(RunObserver):
+    """An observer that ignores every event (what `execute` uses without one)."""
 
 
 def resolve_device(name: str) -> torch.device:

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Event = tuple[str, int, Any]
-"""(kind, run index, payload): what a worker reports about run `index`."""
+"""(kind, run index, payload): what a worker reports about run `index`: `RunObserver` event `kind` with its
+arguments after the plan as the payload (a tuple), or `outcome` with the `RunOutcome`."""
 
 
 @dataclass(frozen=True)
@@ -65,45 +66,37 @@ class EventSink(Protocol):
     def put(self, item: Event) -> None: ...
 
 
-class ForwardingObserver:
-    """A `RunObserver` that turns the engine's events of run `index` into `Event`s on a sink."""
+class ForwardingObserver(RunObserver):
+    """A `RunObserver` that turns the engine's events of run `index` into `Event`s on a sink (sequences as lists,
+    which pickle)."""
 
     def __init__(self, sink: EventSink, index: int) -> None:
         self.sink = sink
         self.index = index
 
     def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None:
-        self.sink.put(("run_started", self.index, list(task_names)))
+        self.sink.put(("run_started", self.index, (list(task_names),)))
 
     def run_resumed(self, plan: RunPlan, stage: int) -> None:
-        self.sink.put(("run_resumed", self.index, stage))
+        self.sink.put(("run_resumed", self.index, (stage,)))
 
     def task_started(self, plan: RunPlan, stage: int) -> None:
-        self.sink.put(("task_started", self.index, stage))
+        self.sink.put(("task_started", self.index, (stage,)))
 
     def epoch_finished(self, plan: RunPlan, epoch: EpochLog) -> None:
-        self.sink.put(("epoch_finished", self.index, epoch))
+        self.sink.put(("epoch_finished", self.index, (epoch,)))
 
     def task_finished(self, plan: RunPlan, stage: int, accuracies: Sequence[float]) -> None:
         self.sink.put(("task_finished", self.index, (stage, list(accuracies))))
 
 
 def dispatch(event: Event, plans: Sequence[RunPlan], listener: ScheduleListener) -> RunOutcome | None:
-    """Hand a worker's event to the listener; returns the run's outcome when the event is one."""
+    """Hand a worker's event to the listener (the `RunObserver` method of its kind, with its plan and
+    arguments); returns the run's outcome when the event is one."""
     kind, index, payload = event
-    plan = plans[index]
     if kind == "outcome":
         return payload
-    if kind == "run_started":
-        listener.run_started(plan, payload)
-    elif kind == "run_resumed":
-        listener.run_resumed(plan, payload)
-    elif kind == "task_started":
-        listener.task_started(plan, payload)
-    elif kind == "epoch_finished":
-        listener.epoch_finished(plan, payload)
-    elif kind == "task_finished":
-        listener.task_finished(plan, *payload)
+    getattr(listener, kind)(plans[index], *payload)
     return None
 
 
