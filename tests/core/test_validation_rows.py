@@ -1,4 +1,4 @@
-"""Validation rows (results schema 3, issue 28): every run evaluates each task's held-out validation split at every
+"""Validation rows (results schema 3): every run evaluates each task's held-out validation split at every
 stage, in both evaluations, beside the test rows; reports read test rows unless `--split validation` is given.
 
 The expected numbers come from a hand loop over `tasks[u].valid` with the network's own heads and an argmax, or by
