@@ -22,6 +22,18 @@ def test_every_builtin_is_registered_from_its_table_line(name: str) -> None:
     assert cls.name == name and cls.__qualname__ == qualname and cls.__module__ == module
 
 
+def test_a_builtin_records_the_module_its_stored_runs_name() -> None:
+    """run.json's `approach_origin` of a method folder names the folder (every stored run of it does), of a
+    one-file method its module."""
+    from clbench.approaches.registry import origin_of
+
+    expected = {"hat": "clbench.approaches.hat", "packnet": "clbench.approaches.packnet",
+                "pathnet": "clbench.approaches.pathnet", "pnn": "clbench.approaches.pnn",
+                "er": "clbench.approaches.replay.er", "sgd": "clbench.approaches.sgd"}
+    assert {name: origin_of(name) for name in expected} == {
+        name: {"kind": "built-in", "module": module} for name, module in expected.items()}
+
+
 def test_a_method_folder_and_its_reporter_are_torch_free() -> None:
     assert_imports_no_torch("import clbench.approaches.hat.report")
     assert "torch" in loaded_modules("from clbench.approaches.hat.approach import Hat", ["torch"])
