@@ -10,7 +10,8 @@ Layout: `<results>/<benchmark>/<method>/<config hash>/seed-<seed>/`
   `tuned_sha256` and `tuned_seed` (`TUNED_COLUMNS`) name the tuned file a `clbench train --tuned` run applied,
   null otherwise (and read as null from files written before them); `class_loss` is the run's
   `training.class_loss` (read as `seen` from files written before it);
-- `run.json`: the resolved config, the command's overrides, provenance and status (running/complete/failed);
+- `run.json`: the resolved config, the command's overrides, provenance and status (`RunStatus`: running,
+  complete, failed, interrupted);
   provenance includes `approach_origin` (also a JSON column of the rows): `{"kind": "built-in", "module"}`, a
   plugin file's `path` and `sha256`, a plugin `module`, or an entry point's `distribution` and `version`;
 - `<table>.parquet`: approach monitoring tables (e.g. HAT's masks), with the run's identity columns;
@@ -27,6 +28,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterable
 from datetime import datetime, timezone
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,22 @@ SCENARIOS = ("task", "class")
 ACCURACY_FILE = "accuracy.parquet"
 EVALUATION_FILE = "evaluation.parquet"  # `clbench evaluate`: the same schema, recomputed from checkpoints
 RUN_FILE = "run.json"
+
+
+class RunStatus(str, Enum):
+    """A run's status: what its run.json says (running, complete, failed, interrupted) and what a command reports
+    of it (`clbench.run.engine.RunOutcome`: done, skipped, locked, failed, interrupted). A `str`, so run.json and
+    the outcomes hold the plain strings."""
+
+    RUNNING = "running"  # run.json while the run executes
+    COMPLETE = "complete"  # run.json once its rows are written
+    DONE = "done"  # an outcome: executed to the end by this command
+    SKIPPED = "skipped"  # an outcome: finished earlier (not forced)
+    LOCKED = "locked"  # an outcome: another process holds the run's lock
+    FAILED = "failed"  # run.json and outcome: an error stopped it
+    INTERRUPTED = "interrupted"  # run.json and outcome: Ctrl-C (or a cancelled Ray task) stopped it
+
+    __str__ = str.__str__  # the value in str() and f-strings, as for a plain string
 
 IDENTITY_COLUMNS = ["run_id", "benchmark", "variant", "method", "seed", "config_hash", "data_hash"]
 COLUMNS = [

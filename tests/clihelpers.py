@@ -26,7 +26,7 @@ def flat(text: str) -> str:
 @contextmanager
 def kept_registry() -> Iterator[None]:
     """The approach registry (and plugin origins) as before, after the block: as a new process would start."""
-    from clbench.approaches import ORIGINS, REGISTRY
+    from clbench.approaches.registry import ORIGINS, REGISTRY
 
     registry, origins = dict(REGISTRY), dict(ORIGINS)
     try:

@@ -10,7 +10,7 @@ the split) and every cell's accuracy and loss, with the identity of the kernels 
   differently, so the numbers are compared within `LOSS_RTOL` and `ACCURACY_ATOL`. Hashes, the set and order
   of cells and the test-set sizes do not depend on rounding: they are compared exactly in both modes.
 
-The tolerances are measured, not guessed (issue 35's note): with the contract's settings (`test_contract.py`), the
+The tolerances are measured, not guessed: with the contract's settings (`test_contract.py`), the
 44 golden runs computed with torch 2.15.0 on the AVX512, AVX2 and DEFAULT kernels and with torch 2.14.1 on AVX512
 (one AMD EPYC) changed no test prediction and no stored loss by more than 2.7e-6 (relative). `LOSS_RTOL` leaves
 a factor of about 40 over that; `ACCURACY_ATOL` lets one test image of 60 change (none did) and catches an

@@ -8,8 +8,9 @@ from __future__ import annotations
 import torch
 from synthetic import tiny_spec
 
-from clbench.approaches import ApproachContext, resolve
 from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext
+from clbench.approaches.resolution import resolve
 from clbench.data.tasks import InputTransform, LabelledData, Task, TaskSequence
 from clbench.nets import MultiHeadNet
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from clbench.approaches import ApproachContext, resolve
+from clbench.approaches.datatypes import ApproachContext
+from clbench.approaches.resolution import resolve
 from clbench.data.sources import ImageSet, PreparedDataset
 from clbench.data.tasks import TaskSequence, build_tasks
 from clbench.spec import BenchmarkSpec, DataSpec, NetworkSpec, TrainingSpec

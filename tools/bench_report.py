@@ -128,19 +128,22 @@ def clock() -> tuple[float, float]:
 
 def time_library(root: Path, repeat: int) -> dict[str, tuple[float, float]]:
     """Best-of-`repeat` (wall, CPU) seconds of loading + each table, in this process (imports excluded)."""
-    from clbench import report
     from clbench.approaches.hat.report import build_hat_report
+    from clbench.report.loading import load_results
+    from clbench.report.summary import build_summary
+    from clbench.report.tables import build_report
+    from clbench.report.timing import build_time_report
 
     best: dict[str, tuple[float, float]] = {}
     for _ in range(repeat):
         marks = [clock()]
-        results = report.load_results(root, BENCHMARK)
+        results = load_results(root, BENCHMARK)
         marks.append(clock())
-        report.build_report(root, BENCHMARK, results=results)
+        build_report(root, BENCHMARK, results=results)
         marks.append(clock())
-        report.build_summary(results)
+        build_summary(results)
         marks.append(clock())
-        report.build_time_report(results)
+        build_time_report(results)
         marks.append(clock())
         build_hat_report(results)
         marks.append(clock())

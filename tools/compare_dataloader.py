@@ -31,7 +31,8 @@ import torch
 from torch.nn import functional
 from torch.utils.data import DataLoader, TensorDataset
 
-from clbench.approaches import ApproachContext, resolve
+from clbench.approaches.datatypes import ApproachContext
+from clbench.approaches.resolution import resolve
 from clbench.data.tasks import LabelledData, TaskSequence
 from clbench.nets import build_network
 from clbench.run.bench_data import bench_tasks

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import torch
 
-from clbench.approaches import resolve
 from clbench.approaches.datatypes import ApproachContext
 from clbench.approaches.importance.functions import ParameterDict, mas_importance
+from clbench.approaches.resolution import resolve
 from clbench.data.tasks import LabelledData, build_tasks
 from clbench.run.loaders import fetching_loader, loader_for
 from clbench.spec import load_benchmark

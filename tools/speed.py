@@ -61,7 +61,9 @@ REPO = Path(__file__).resolve().parents[1]
 TREE = Path(os.environ.get("CLBENCH_SPEED_TREE") or REPO).resolve()
 sys.path.insert(0, str(TREE))
 
-from clbench.approaches import Approach, ApproachContext, resolve  # noqa: E402
+from clbench.approaches.base import Approach  # noqa: E402
+from clbench.approaches.datatypes import ApproachContext  # noqa: E402
+from clbench.approaches.resolution import resolve  # noqa: E402
 from clbench.cli.common import default_data_dir  # noqa: E402
 from clbench.data.custom import n_classes_lookup  # noqa: E402
 from clbench.data.tasks import LabelledData, TaskSequence, build_tasks  # noqa: E402

@@ -64,7 +64,7 @@ def raw_run(method: str, data_dir: Path) -> dict[str, float]:
     from torch.nn import functional
 
     sys.path.insert(0, str(REPO))
-    from clbench.approaches import resolve
+    from clbench.approaches.resolution import resolve
     from clbench.data.sources import load_dataset
     from clbench.spec import load_benchmark
 

@@ -6,23 +6,18 @@ so this package and a method folder's `__init__` are torch-free: `clbench report
 reporter (e.g. `clbench.approaches.hat.report`) without torch.
 
 The registry (`clbench.approaches.registry`: `REGISTRY`, `ORIGINS`, `register`, `lookup`, `approach_names`, ...)
-imports torch and every built-in; the names in `_EXPORTS` (the registry's, `resolve` from
-`clbench.approaches.resolution`, `Approach` and its data) can be imported from here too, which loads the registry on
-first use.
+imports torch and registers every built-in; import its names, `resolve` (`clbench.approaches.resolution`),
+`Approach` (`base`) and its data (`datatypes`) from the modules that define them.
 """
 
 from __future__ import annotations
-
-import importlib
-from collections.abc import Callable, Sequence
-from typing import Any
 
 BUILTINS: dict[str, str] = {
     "agem": "clbench.approaches.replay.agem:AGEM",
     "derpp": "clbench.approaches.replay.derpp:DERPlusPlus",
     "er": "clbench.approaches.replay.er:ExperienceReplay",
     "ewc": "clbench.approaches.ewc:EWC",
-    "hat": "clbench.approaches.hat:Hat",
+    "hat": "clbench.approaches.hat.approach:Hat",
     "icarl": "clbench.approaches.replay.icarl:ICaRL",
     "imm-mean": "clbench.approaches.imm:IMMMean",
     "imm-mode": "clbench.approaches.imm:IMMMode",
@@ -30,9 +25,9 @@ BUILTINS: dict[str, str] = {
     "lfl": "clbench.approaches.lfl:LFL",
     "lwf": "clbench.approaches.lwf:LwF",
     "mas": "clbench.approaches.importance.mas:MAS",
-    "packnet": "clbench.approaches.packnet:PackNet",
-    "pathnet": "clbench.approaches.pathnet:PathNetApproach",
-    "pnn": "clbench.approaches.pnn:ProgressiveNetworks",
+    "packnet": "clbench.approaches.packnet.approach:PackNet",
+    "pathnet": "clbench.approaches.pathnet.approach:PathNetApproach",
+    "pnn": "clbench.approaches.pnn.approach:ProgressiveNetworks",
     "random": "clbench.approaches.random_classifier:RandomClassifier",
     "sgd": "clbench.approaches.sgd:SGD",
     "sgd-f": "clbench.approaches.sgd_frozen:SGDFrozen",
@@ -40,32 +35,4 @@ BUILTINS: dict[str, str] = {
 }
 """Built-in method name -> "module:Class" (registered by `clbench.approaches.registry`, as plugins are)."""
 
-_EXPORTS: dict[str, str] = {
-    "ORIGINS": "registry", "REGISTRY": "registry", "approach_names": "registry", "lookup": "registry",
-    "ResolvedApproach": "resolution", "check_default_grids": "resolution", "resolve": "resolution",
-    "Approach": "base", "ApproachContext": "datatypes", "Hyperparameters": "datatypes",
-}
-"""Name -> the module of this package that defines it, imported on first use (after the registry)."""
-
-__all__ = ["BUILTINS", *_EXPORTS]
-
-
-def lazy_exports(package: str, module: str, names: Sequence[str]) -> Callable[[str], Any]:
-    """A package's module-level `__getattr__` that imports `<package>.<module>` on the first use of one of
-    `names`: the package's `__init__` itself imports nothing (and no torch)."""
-
-    def __getattr__(name: str) -> Any:
-        if name in names:
-            return getattr(importlib.import_module(f"{package}.{module}"), name)
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-
-    return __getattr__
-
-
-def __getattr__(name: str) -> Any:
-    """`from clbench.approaches import REGISTRY, resolve`: the registry is imported first, so that the built-ins
-    are registered before any of these names is used."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    importlib.import_module(f"{__name__}.registry")
-    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+__all__ = ["BUILTINS"]

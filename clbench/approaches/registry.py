@@ -48,10 +48,16 @@ def describe_origin(cls: type) -> str:
     origin = ORIGINS.get(getattr(cls, "name", ""))
     if origin is not None and REGISTRY.get(cls.name) is cls:
         return origin["description"]
-    module = sys.modules.get(cls.__module__)
-    path = getattr(module, "__file__", None)
-    kind = "built-in" if cls.__module__.startswith("clbench.") else "module"
-    return f"{kind} {cls.__module__}" + (f" ({path})" if path and kind == "module" else "")
+    if cls.__module__.startswith("clbench."):
+        return f"built-in {builtin_module(cls)}"
+    path = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    return f"module {cls.__module__}" + (f" ({path})" if path else "")
+
+
+def builtin_module(cls: type) -> str:
+    """The module a built-in approach's runs record as their origin: the class's module, or for a method folder's
+    `approach.py` (hat, packnet, pathnet, pnn) the folder's package, the name every stored run of these carries."""
+    return cls.__module__.removesuffix(".approach")
 
 
 def register(cls: type[Approach]) -> type[Approach]:
@@ -149,8 +155,7 @@ def origin_of(name: str) -> dict[str, Any]:
     """The provenance of approach `name`: its plugin origin, or `{"kind": "built-in", "module": ...}`."""
     if name in ORIGINS:
         return {key: value for key, value in ORIGINS[name].items() if key not in ("reload", "description")}
-    cls = REGISTRY[name]
-    return {"kind": "built-in", "module": cls.__module__}
+    return {"kind": "built-in", "module": builtin_module(REGISTRY[name])}
 
 
 def origin_label(name: str) -> str:

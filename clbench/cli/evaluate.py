@@ -93,7 +93,7 @@ def table_rows(run_id: str, rows: Sequence[dict[str, Any]], evaluation: str,
 
 def _check_plugins_named(methods: list[str], results: Path, benchmark: str) -> None:
     """ClbenchError when a method is not registered but its runs were made by a plugin: name the `-m` to pass."""
-    from clbench.approaches import approach_names
+    from clbench.approaches.registry import approach_names
 
     known = set(approach_names())
     for name in methods:

@@ -24,8 +24,7 @@ def list_command(
     """List benchmarks and approaches, with each approach's parameter count per benchmark (or why it is refused)."""
     from rich.table import Table
 
-    from clbench.approaches import REGISTRY, approach_names
-    from clbench.approaches.registry import origin_label
+    from clbench.approaches.registry import REGISTRY, approach_names, origin_label
     from clbench.spec import benchmark_names, load_benchmark
 
     if method:
@@ -59,7 +58,7 @@ def _head_sizes(spec: object) -> tuple[int, ...]:
 def refusals(spec: object) -> dict[str, str]:
     """Each registered approach that the benchmark refuses (its body, scenario or protocol), with the reason in one
     line: `clbench.approaches.resolution.refusal`, the rule `train` and `tune` refuse with."""
-    from clbench.approaches import approach_names
+    from clbench.approaches.registry import approach_names
     from clbench.approaches.resolution import refusal
 
     found = {name: refusal(spec, name) for name in approach_names()}  # type: ignore[arg-type]
@@ -77,7 +76,9 @@ def _counts(spec: object) -> dict[str, int | str]:
     the one its constructor gives with the network built, e.g. a plugin's network in the domain scenario)."""
     import torch
 
-    from clbench.approaches import ApproachContext, approach_names, resolve
+    from clbench.approaches.datatypes import ApproachContext
+    from clbench.approaches.registry import approach_names
+    from clbench.approaches.resolution import resolve
     from clbench.data.tasks import input_shape_for
     from clbench.errors import SpecError
     from clbench.nets import parameter_count

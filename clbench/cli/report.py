@@ -17,8 +17,9 @@ from clbench.errors import ClbenchError
 from clbench.metric_registry import METRICS, metric_help
 
 if TYPE_CHECKING:
-    from clbench.report import Report, Results
+    from clbench.report.loading import Results
     from clbench.report.sections import Section
+    from clbench.report.tables import Report
 
 MetricName = Literal[tuple(METRICS)]  # type: ignore[valid-type]
 """`--metric`'s choices: the registered metrics, checked by Typer (`clbench.metric_registry`)."""
@@ -171,8 +172,7 @@ def _benchmarks(results: Path, benchmark: str | None,
     the spec file the user named it by, or the one its runs were trained from unless that is the shipped spec.
     Every report format asks here first: with nothing to report (no finished run of them at `seeds`), a
     ClbenchError (exit 2) says why."""
-    from clbench.report import benchmarks_in
-    from clbench.report.loading import nothing_to_report
+    from clbench.report.loading import benchmarks_in, nothing_to_report
 
     if benchmark:
         name = _benchmark_name(benchmark)
@@ -221,33 +221,36 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_a
                         alone: bool = True) -> tuple[list[Section], list[Path]]:
     """The sections and figures of one benchmark; `alone`: the only one reported, so a benchmark without rows of
     `--split` is nothing to report (exit 2) rather than a note beside the others."""
-    from clbench import report as tables
+    from clbench.report.loading import load_results
+    from clbench.report.monitoring import method_reporter, monitoring_reporters
     from clbench.report.notes import no_split_rows_note
+    from clbench.report.render import render, render_tables, summary_csv, time_csv
     from clbench.report.sections import monitoring_figures, monitoring_sections, no_monitoring_sections
+    from clbench.report.summary import build_summary, summary_table
+    from clbench.report.tables import build_report
+    from clbench.report.timing import build_time_report, time_table
 
-    loaded = tables.load_results(results, name, request.seeds, spec_argument=spec_argument,
-                                 evaluation=request.evaluation, split=request.split)
+    loaded = load_results(results, name, request.seeds, spec_argument=spec_argument,
+                          evaluation=request.evaluation, split=request.split)
     if alone and loaded.frame.empty and request.split != "test" and not loaded.runs.empty and not _beside_rows(request):
         raise ClbenchError(no_split_rows_note(loaded))
     fmt, ci = request.fmt, request.ci
     sections = []
     main = None
     if request.table or request.plot is not None:
-        main = tables.build_report(results, name, request.metric, request.references, results=loaded)
+        main = build_report(results, name, request.metric, request.references, results=loaded)
     if request.table and main is not None:
-        sections.append((name, request.metric, tables.render(main, fmt, ci)))
+        sections.append((name, request.metric, render(main, fmt, ci)))
     if request.summary:
-        summary = tables.build_summary(loaded)
-        text = tables.summary_csv(summary, ci) if fmt == "csv" else tables.render_tables(
-            [tables.summary_table(summary, ci)], fmt)
+        summary = build_summary(loaded)
+        text = summary_csv(summary, ci) if fmt == "csv" else render_tables([summary_table(summary, ci)], fmt)
         sections.append((name, "summary", text))
     if request.time:
-        timing = tables.build_time_report(loaded)
-        text = tables.time_csv(timing, ci) if fmt == "csv" else tables.render_tables(
-            [tables.time_table(timing, ci)], fmt)
+        timing = build_time_report(loaded)
+        text = time_csv(timing, ci) if fmt == "csv" else render_tables([time_table(timing, ci)], fmt)
         sections.append((name, "time", text))
     named = [reporter for method in request.named_monitoring
-             if (reporter := tables.method_reporter(loaded, method)) is not None]
+             if (reporter := method_reporter(loaded, method)) is not None]
     sections += monitoring_sections(name, loaded, named, fmt)
     if request.paper:
         from clbench.report.paper_results import build_paper_comparison, render_comparison
@@ -260,7 +263,7 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_a
     if request.plot is not None:
         figures += monitoring_figures(loaded, named, request.plot)
     if request.monitoring:
-        others = [reporter for reporter in tables.monitoring_reporters(loaded)
+        others = [reporter for reporter in monitoring_reporters(loaded)
                   if reporter.method not in request.named_monitoring]  # --hat printed HAT's already
         shown = monitoring_sections(name, loaded, others, fmt)
         sections += shown or ([] if named else no_monitoring_sections(name, loaded, others, fmt))
@@ -271,18 +274,20 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_a
 def _other_evaluation(results: Path, name: str, request: ReportRequest, loaded: Results,
                       main: Report | None) -> Report | None:
     """With --plot, when the runs have both evaluations: the table of the one not asked for (drawn dashed)."""
-    from clbench import report as tables
     from clbench.report.loading import other_evaluation
+    from clbench.report.tables import build_report
 
     other = other_evaluation(loaded) if request.plot is not None and main is not None else None
-    return None if other is None else tables.build_report(results, name, request.metric, request.references,
-                                                          results=other)
+    return None if other is None else build_report(results, name, request.metric, request.references,
+                                                   results=other)
 
 
 def _tuning_text(results: Path, name: str, fmt: str, spec_argument: str | None = None) -> str:
     """`--tuning`: one table per tuned file (each grid point's validation and test score, the chosen point, the
     point test would have chosen) and the notes (`clbench.tuning.tuning_points`); test rows of every seed."""
-    from clbench.report import Table, load_results, render_tables
+    from clbench.report.formatting import Table
+    from clbench.report.loading import load_results
+    from clbench.report.render import render_tables
     from clbench.tuning.comparison import tuning_points
     from clbench.tuning.tuned_file import tuned_files
 

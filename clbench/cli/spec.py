@@ -19,7 +19,7 @@ def spec(
 
     `clbench spec mnist2 > mine.yaml` starts your own benchmark: edit it, then `clbench train mine.yaml`.
     """
-    from clbench.approaches import resolve
+    from clbench.approaches.resolution import resolve
     from clbench.cli.listing import refusals
     from clbench.spec import command_argument, load_benchmark
     from clbench.spec.render import render_spec

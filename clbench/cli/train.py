@@ -204,7 +204,7 @@ def execute_plans(specs: list[BenchmarkSpec], plans: list[RunPlan], execution: E
 
 def reference_methods() -> list[str]:
     """The approaches that are references of the forgetting ratio (joint, random)."""
-    from clbench.approaches import REGISTRY
+    from clbench.approaches.registry import REGISTRY
 
     return sorted(name for name, cls in REGISTRY.items() if cls.is_reference)
 

@@ -101,7 +101,7 @@ def tune(
 def method_grids(benchmark: str, methods: list[str], overrides: list[str], grid: list[str]) -> dict[str, list[str]]:
     """Each method's grid: the `--grid` options of its own section (`ewc.lamb=...`) and those of no approach's
     section (`training.lr=...`), else the spec's default grid; TuningError naming a method that has none."""
-    from clbench.approaches import REGISTRY
+    from clbench.approaches.registry import REGISTRY
     from clbench.spec import load_benchmark
     from clbench.spec.grid import default_grid_options, parse_grid_spec
     from clbench.tuning.scoring import TuningError

@@ -20,74 +20,19 @@ One module per job: `loading` (results folders, Parquet reads, schema checks, la
 summarize, Student-t, per-run forgetting-ratio values against matched references), `tables` (the per-stage table),
 `summary` and `timing` (the --summary and --time tables), `notes` (what was left out and why), `cells` (how a
 cell is written), `render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters), `formatting`
-(`Table` and number formats); every public name of these is re-exported here. `figures` (matplotlib, `--plot`),
-`heatmaps` (accuracy-matrix heat maps), `html_page` and `html_sections` (the one-page HTML report, `--html`),
-`paper_results` (the paper's published numbers, `--paper`) and `sections` (how `clbench report` joins its tables)
-are imported where they are used.
+(`Table` and number formats), `figures` (matplotlib, `--plot`), `heatmaps` (accuracy-matrix heat maps), `html_page`
+and `html_sections` (the one-page HTML report, `--html`), `paper_results` (the paper's published numbers,
+`--paper`) and `sections` (how `clbench report` joins its tables). Code imports a name from the module that
+defines it. This package exports only what a monitoring reporter imports (a plugin's too, without torch; the same
+objects as `clbench.api`'s): `MonitoringReporter`, `Results`, `Table`, `format_seeds`, `plain`,
+`read_parquet_files` and `run_values`.
 """
 
 from __future__ import annotations
 
-from clbench.report.cells import format_cell, format_parameters, format_value
 from clbench.report.formatting import Table, format_seeds, plain
-from clbench.report.loading import (
-    IDENTITY,
-    READ_COLUMNS,
-    READ_THREADS,
-    REFERENCES,
-    Results,
-    benchmarks_in,
-    load_results,
-    method_labels,
-    read_parquet_files,
-    run_folders,
-)
-from clbench.report.monitoring import (
-    LEGACY_REPORTERS,
-    MOVED_REPORTERS,
-    MonitoringReporter,
-    load_reporter,
-    method_reporter,
-    monitoring_reporters,
-    monitoring_table_notes,
-    reporter_string,
-)
-from clbench.report.notes import complete_runs, incomplete_notes, seed_coverage_notes
-from clbench.report.render import (
-    FORMATS,
-    LATEX_SPECIALS,
-    latex_escape,
-    render,
-    render_tables,
-    report_csv,
-    summary_csv,
-    time_csv,
-)
-from clbench.report.statistics import (
-    CONFIDENCE,
-    METRICS,
-    REFERENCE_KEYS,
-    Cell,
-    match_reference,
-    reference_candidates,
-    run_values,
-    student_t_quantile,
-    student_t_two_sided,
-    summarize,
-)
-from clbench.report.summary import Summary, SummaryRow, build_summary, summary_table
-from clbench.report.tables import Report, build_report, header, report_table, table_rows
-from clbench.report.timing import TimeReport, TimeRow, build_time_report, latest_bench, time_table
-from clbench.results import BENCH_COLUMNS, BENCH_FOLDER
+from clbench.report.loading import Results, read_parquet_files
+from clbench.report.monitoring import MonitoringReporter
+from clbench.report.statistics import run_values
 
-__all__ = [
-    "BENCH_COLUMNS", "BENCH_FOLDER", "CONFIDENCE", "FORMATS", "IDENTITY", "LATEX_SPECIALS", "LEGACY_REPORTERS",
-    "METRICS", "MOVED_REPORTERS", "READ_COLUMNS", "READ_THREADS", "REFERENCES", "REFERENCE_KEYS", "benchmarks_in",
-    "build_report", "build_summary", "build_time_report", "Cell", "complete_runs", "format_cell", "format_parameters",
-    "format_seeds", "format_value", "header", "incomplete_notes", "latest_bench", "latex_escape", "load_reporter",
-    "load_results", "match_reference", "method_labels", "method_reporter", "monitoring_reporters",
-    "monitoring_table_notes", "MonitoringReporter", "plain", "read_parquet_files", "reference_candidates", "render",
-    "render_tables", "Report", "report_csv", "report_table", "reporter_string", "Results", "run_folders", "run_values",
-    "seed_coverage_notes", "student_t_quantile", "student_t_two_sided", "summarize", "Summary", "summary_csv",
-    "summary_table", "SummaryRow", "Table", "table_rows", "time_csv", "time_table", "TimeReport", "TimeRow",
-]
+__all__ = ["MonitoringReporter", "Results", "Table", "format_seeds", "plain", "read_parquet_files", "run_values"]

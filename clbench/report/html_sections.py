@@ -24,7 +24,7 @@ from clbench.report.sections import monitoring_text
 from clbench.report.summary import build_summary, summary_table
 from clbench.report.tables import Report, build_report
 from clbench.report.timing import build_time_report, time_table
-from clbench.results import EVALUATIONS
+from clbench.results import EVALUATIONS, RunStatus
 
 PNG = ".png"
 
@@ -139,7 +139,7 @@ def provenance_table(results: Results) -> Table:
     rows = []
     for run_id, run in sorted(results.info.items()):
         stored = results.run_file(run_id) or {}
-        rows.append(_provenance_row(run_id, str(stored.get("status", "complete")), str(run["config_hash"]),
+        rows.append(_provenance_row(run_id, str(stored.get("status", RunStatus.COMPLETE)), str(run["config_hash"]),
                                     run["seed"], stored))
     for run in results.incomplete:
         stored = results.run_files.get(str(Path(results.results_dir, str(run["run_id"])))) or run

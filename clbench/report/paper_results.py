@@ -21,7 +21,10 @@ from clbench.errors import ResultsError
 from clbench.spec.fields import flatten
 
 if TYPE_CHECKING:
-    from clbench.report import Cell, Report, Results, Table
+    from clbench.report.formatting import Table
+    from clbench.report.loading import Results
+    from clbench.report.statistics import Cell
+    from clbench.report.tables import Report
 
 PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
 PROTOCOL_SECTIONS = ("data", "network", "training", "variant")
@@ -344,14 +347,15 @@ def _run_config(results: Results, run_ids: Sequence[str]) -> dict[str, Any] | No
 def build_paper_comparison(results_dir: Path, benchmark: str, *, results: Results | None = None,
                            paper: PaperResults | None = None) -> Comparison:
     """Our runs of `benchmark` beside the paper's table for it (in the paper's metric)."""
-    from clbench import report as tables
+    from clbench.report.loading import load_results
+    from clbench.report.tables import build_report
 
     paper = paper if paper is not None else load_paper_results()
     cells = paper.primary_rows(benchmark)
     if not cells:
         return compare(benchmark, [], paper)
-    results = results if results is not None else tables.load_results(results_dir, benchmark)
-    report = tables.build_report(results_dir, benchmark, cells[0].metric, results=results)
+    results = results if results is not None else load_results(results_dir, benchmark)
+    report = build_report(results_dir, benchmark, cells[0].metric, results=results)
     comparison = compare(benchmark, our_rows(results, report, paper), paper)
     comparison.notes += [note for note in report.notes if note not in comparison.notes]
     return comparison
@@ -365,7 +369,7 @@ HEADER = ["approach", "paper row", "t", "ours", "seeds", "paper", "difference", 
 
 def comparison_table(comparison: Comparison) -> Table:
     """The comparison as a text table; its title says whether the runs reproduce the paper's setting."""
-    from clbench.report import Table
+    from clbench.report.formatting import Table
 
     scale, digits = (100.0, 1) if comparison.metric == "accuracy" else (1.0, 2)
     rows = [[row.label, _paper_label(row.paper), str(row.paper.stage), _cell_text(row.ours, scale, digits),
@@ -428,6 +432,6 @@ def comparison_csv(comparison: Comparison) -> str:
 
 def render_comparison(comparison: Comparison, fmt: str = "markdown") -> str:
     """The comparison as markdown, csv, latex or html text."""
-    from clbench.report import render_tables
+    from clbench.report.render import render_tables
 
     return comparison_csv(comparison) if fmt == "csv" else render_tables([comparison_table(comparison)], fmt)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -15,10 +15,6 @@ from clbench.report.statistics import Cell
 from clbench.report.summary import Summary
 from clbench.report.tables import Report, report_table
 from clbench.report.timing import TimeReport
-
-if TYPE_CHECKING:
-    pass
-
 
 FORMATS = ("markdown", "csv", "latex", "html")
 

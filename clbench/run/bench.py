@@ -37,9 +37,10 @@ from typing import Any
 import torch
 
 import clbench
-from clbench.approaches import Approach, ApproachContext, resolve
-from clbench.approaches.datatypes import Evaluation
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, Evaluation
 from clbench.approaches.optim import StepOptimizer
+from clbench.approaches.resolution import resolve
 from clbench.data.tasks import DatasetLoader, LabelledData, TaskSequence
 from clbench.errors import ClbenchError
 from clbench.results import BENCH_COLUMNS, BENCH_FOLDER, utc_now, write_parquet

@@ -17,12 +17,12 @@ from typing import Any
 
 import torch
 
-from clbench.approaches import Approach
+from clbench.approaches.base import Approach
 from clbench.data.tasks import TaskSequence
 from clbench.errors import ClbenchError
 from clbench.results import SCHEMA_VERSION, SPLITS, TEST, VALIDATION, DamagedFileError, atomic_write_bytes
 from clbench.run.plan import RunPlan
-from clbench.run.rows import _evaluate_stage
+from clbench.run.rows import evaluate_stage_rows
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def upgraded_rows(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage:
                 if schema_2 and row["stage"] == done + 1]
         log_fields = next(({key: row.get(key) for key in STAGE_LOG_KEYS} for row in old_rows
                            if row["stage"] == done + 1), {}) if done >= 0 else {}
-        return kept + [{**row, **log_fields} for row in _evaluate_stage(plan, approach, tasks, done, None, header,
+        return kept + [{**row, **log_fields} for row in evaluate_stage_rows(plan, approach, tasks, done, None, header,
                                                                         splits)]
 
     rows = stage_rows(-1)

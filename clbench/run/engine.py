@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 import torch
 
-from clbench.approaches import Approach, ApproachContext
-from clbench.approaches.datatypes import EpochLog
+from clbench.approaches.base import Approach
+from clbench.approaches.datatypes import ApproachContext, EpochLog
 from clbench.approaches.plugins import code_text
 from clbench.approaches.registry import code_identity, origin_of
 from clbench.data.tasks import DatasetLoader, TaskSequence
@@ -37,6 +37,7 @@ from clbench.results import (
     RUN_FILE,
     SCHEMA_VERSION,
     DamagedFileError,
+    RunStatus,
     atomic_write_bytes,
     damaged_run_files,
     is_complete,
@@ -51,11 +52,11 @@ from clbench.run.locking import held_lock, lock_holder
 from clbench.run.loggers.run_loggers import RunLoggers, open_run_loggers
 from clbench.run.plan import RunPlan
 from clbench.run.rows import (
-    _encoded_rows,
-    _evaluate_stage,
-    _store_monitoring,
+    encoded_rows,
+    evaluate_stage_rows,
     learned_accuracies,
     shown_evaluation,
+    store_monitoring,
 )
 from clbench.run.shared_tasks import SharedTasks
 from clbench.seeding import seed_global_torch
@@ -69,7 +70,7 @@ class RunOutcome:
     `failed` or `interrupted`, with its rows (done) or the error (failed, locked: who holds the lock)."""
 
     plan: RunPlan
-    status: str
+    status: RunStatus
     rows: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
@@ -79,36 +80,37 @@ class RunOutcome:
     @property
     def succeeded(self) -> bool:
         """Done, already finished, or left to the process that is running it."""
-        return self.status in ("done", "skipped", "locked")
+        return self.status in (RunStatus.DONE, RunStatus.SKIPPED, RunStatus.LOCKED)
 
 
 class RunObserver(Protocol):
-    """Receives progress events (the CLI shows them; tests may record them)."""
-
-    def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None: ...
-    def run_resumed(self, plan: RunPlan, stage: int) -> None: ...
-    def task_started(self, plan: RunPlan, stage: int) -> None: ...
-    def epoch_finished(self, plan: RunPlan, epoch: EpochLog) -> None: ...
-    def task_finished(self, plan: RunPlan, stage: int, accuracies: Sequence[float]) -> None: ...
-
-
-class SilentObserver:
-    """An observer that ignores every event."""
+    """Receives a run's progress events (the CLI shows them; tests may record them; a worker forwards them,
+    `clbench.run.scheduler.ForwardingObserver`). Each event's arguments after `plan` are what a worker sends
+    back. A class that derives from this one ignores the events it does not override."""
 
     def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None:
-        pass
+        """The run's tasks are ready and its first stage is about to train."""
+        return None
 
     def run_resumed(self, plan: RunPlan, stage: int) -> None:
-        pass
+        """The run continues after its checkpoint of task `stage` (0-based)."""
+        return None
 
     def task_started(self, plan: RunPlan, stage: int) -> None:
-        pass
+        """Task `stage` (0-based) starts training."""
+        return None
 
     def epoch_finished(self, plan: RunPlan, epoch: EpochLog) -> None:
-        pass
+        """One training epoch ended (`EpochLog`: losses, accuracy, learning rate, time)."""
+        return None
 
     def task_finished(self, plan: RunPlan, stage: int, accuracies: Sequence[float]) -> None:
-        pass
+        """Task `stage` is trained and evaluated: the test accuracies of the tasks learned so far."""
+        return None
+
+
+class SilentObserver(RunObserver):
+    """An observer that ignores every event (what `execute` uses without one)."""
 
 
 def resolve_device(name: str) -> torch.device:
@@ -146,9 +148,9 @@ def execute(plan: RunPlan, *, device: torch.device, loader: DatasetLoader, force
     observer = observer or SilentObserver()
     with held_lock(plan.run_dir) as locked:
         if not locked:
-            return RunOutcome(plan, "locked", error=f"running elsewhere ({lock_holder(plan.run_dir)})")
+            return RunOutcome(plan, RunStatus.LOCKED, error=f"running elsewhere ({lock_holder(plan.run_dir)})")
         if is_complete(plan.run_dir) and not force:
-            return RunOutcome(plan, "skipped")
+            return RunOutcome(plan, RunStatus.SKIPPED)
         check_code(plan, force)
         if force:
             discard_progress(plan.run_dir)
@@ -199,13 +201,13 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader, 
     header = _run_header(plan, machine_provenance(str(device), str(torch.__version__), torch.version.cuda))
     header["damaged_files"] = damaged
     try:
-        write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
+        write_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.RUNNING})
         rows = _run_sequence(plan, device, loader, observer, header, loggers, shared)
-        finished, encoded = _encoded_rows(plan, rows)
+        finished, encoded = encoded_rows(plan, rows)
     except BaseException as error:
         if shared is not None:  # its caches may be half filled: the next run builds its own
             shared.forget()
-        status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+        status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
         write_json(plan.run_dir / RUN_FILE, {**header, "status": status, "finished_utc": utc_now(),
                                              "error": f"{type(error).__name__}: {error}",
                                              "traceback": traceback.format_exc()})
@@ -213,9 +215,9 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader, 
     seconds = time.perf_counter() - start
     with interrupts_held():  # the rows and `complete` land together; a Ctrl-C meanwhile takes effect after both
         atomic_write_bytes(plan.run_dir / ACCURACY_FILE, encoded)
-        write_json(plan.run_dir / RUN_FILE, {**header, "status": "complete", "finished_utc": finished,
+        write_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.COMPLETE, "finished_utc": finished,
                                              "seconds": seconds})
-    return RunOutcome(plan, "done", rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"],
+    return RunOutcome(plan, RunStatus.DONE, rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"],
                       damaged=tuple(header["damaged_files"]))
 
 
@@ -254,10 +256,10 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
     run_log = open_run_loggers(plan, loggers, first_stage, rows, approach.log_scalars)
     try:
         if first_stage == 0:
-            rows = _evaluate_stage(plan, approach, tasks, -1, None, header)
+            rows = evaluate_stage_rows(plan, approach, tasks, -1, None, header)
             run_log.stage_evaluated(0, rows)
         header.update(resumed_after_stage=first_stage or None)
-        write_json(plan.run_dir / RUN_FILE, {**header, "status": "running"})
+        write_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.RUNNING})
         observer.run_started(plan, tasks.names)
         if first_stage:
             observer.run_resumed(plan, first_stage - 1)
@@ -283,7 +285,7 @@ def _train_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: 
 
     observer.task_started(plan, stage)
     task_log = approach.learn_task(stage, tasks, epoch_finished)
-    stage_rows = _evaluate_stage(plan, approach, tasks, stage, task_log, header)
-    _store_monitoring(plan, approach, tasks, stage, header)
+    stage_rows = evaluate_stage_rows(plan, approach, tasks, stage, task_log, header)
+    store_monitoring(plan, approach, tasks, stage, header)
     run_log.stage_evaluated(stage + 1, stage_rows)
     return stage_rows

@@ -14,7 +14,7 @@ from clbench.results import EVALUATION_FILE, machine_provenance, read_run_file, 
 from clbench.run.checkpoints import checkpoint_path, load_checkpoint
 from clbench.run.engine import build_approach
 from clbench.run.plan import RunPlan
-from clbench.run.rows import _evaluate_stage, _write_rows
+from clbench.run.rows import evaluate_stage_rows, write_rows
 from clbench.run.shared_tasks import SharedTasks
 from clbench.spec import command_argument
 
@@ -36,11 +36,11 @@ def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader,
               "started_utc": utc_now()}
     if not checkpoint_path(plan.run_dir, 0).is_file():
         raise ClbenchError(f"no checkpoint in {plan.run_dir / 'checkpoints'}: train the run first")
-    rows = _evaluate_stage(plan, approach, tasks, -1, None, header)  # at initialisation: the seeded network
+    rows = evaluate_stage_rows(plan, approach, tasks, -1, None, header)  # at initialisation: the seeded network
     for stage in range(len(tasks)):
         if not checkpoint_path(plan.run_dir, stage).is_file():
             break
         approach.load_state(load_checkpoint(plan.run_dir, stage)["approach"])
-        rows.extend(_evaluate_stage(plan, approach, tasks, stage, None, header))
-    _write_rows(plan, EVALUATION_FILE, rows)
+        rows.extend(evaluate_stage_rows(plan, approach, tasks, stage, None, header))
+    write_rows(plan, EVALUATION_FILE, rows)
     return rows

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clbench.approaches import ResolvedApproach, check_default_grids, resolve
 from clbench.approaches.registry import code_identity
+from clbench.approaches.resolution import ResolvedApproach, check_default_grids, resolve
 from clbench.errors import SpecError
 from clbench.results import run_directory
 from clbench.spec import BenchmarkSpec, benchmarks_dir, ignored_class_loss, scenario_training

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from clbench.errors import ClbenchError
+from clbench.results import RunStatus
 from clbench.run.engine import RunOutcome
 from clbench.run.scheduler import (
     Event,
@@ -126,7 +127,8 @@ class _RaySchedule:
         try:
             _, outcome = self.ray.get(reference)
         except Exception as error:  # the task's worker died, or Ray cancelled it
-            status = "interrupted" if isinstance(error, self.ray.exceptions.TaskCancelledError) else "failed"
+            status = (RunStatus.INTERRUPTED if isinstance(error, self.ray.exceptions.TaskCancelledError)
+                      else RunStatus.FAILED)
             return RunOutcome(self.plans[index], status, error=f"{type(error).__name__}: {error}")
         return outcome
 
@@ -154,5 +156,5 @@ class _RaySchedule:
         while self.pending and time.monotonic() < deadline:
             self._collect(timeout=0.5)
         for index in self.pending.values():
-            self._record(index, RunOutcome(self.plans[index], "interrupted", error="cancelled after Ctrl-C"))
+            self._record(index, RunOutcome(self.plans[index], RunStatus.INTERRUPTED, error="cancelled after Ctrl-C"))
         self.pending.clear()

@@ -2,7 +2,7 @@
 and the approach's monitoring tables stored beside them.
 
 `evaluate_stage` evaluates every task after a stage on a split; `accuracy_row` is one stored row (the results'
-schema, `clbench.results`); `_write_rows` stamps the finishing time and writes a Parquet file atomically.
+schema, `clbench.results`); `write_rows` stamps the finishing time and writes a Parquet file atomically.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from clbench.approaches import Approach
+from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import TASK_AWARE, Evaluation, TaskLog
 from clbench.approaches.registry import origin_of
 from clbench.data.tasks import TaskSequence
@@ -75,8 +75,9 @@ def evaluate_stage(approach: Approach, tasks: TaskSequence, stage: int,
     return results
 
 
-def _evaluate_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int, task_log: TaskLog | None,
-                    header: dict[str, Any], splits: Sequence[str] = SPLITS) -> list[dict[str, Any]]:
+def evaluate_stage_rows(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int,
+                        task_log: TaskLog | None, header: dict[str, Any],
+                        splits: Sequence[str] = SPLITS) -> list[dict[str, Any]]:
     """The rows of one stage: every evaluated task on each of `splits` (test rows first, in task order, then the
     validation rows). `stage_eval_seconds` is the time of all of the stage's evaluations."""
     evaluations = [(split, evaluation) for split in splits for evaluation in evaluate_stage(approach, tasks, stage,
@@ -89,7 +90,7 @@ def _evaluate_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stag
             for split, (task, name, result, _) in evaluations]
 
 
-def _encoded_rows(plan: RunPlan, rows: list[dict[str, Any]]) -> tuple[str, bytes]:
+def encoded_rows(plan: RunPlan, rows: list[dict[str, Any]]) -> tuple[str, bytes]:
     """Stamp the rows with the finishing time and encode them as a results Parquet file: (the time, its bytes)."""
     finished = utc_now()
     for row in rows:
@@ -97,9 +98,9 @@ def _encoded_rows(plan: RunPlan, rows: list[dict[str, Any]]) -> tuple[str, bytes
     return finished, parquet_bytes(accuracy_frame(rows), {"run_id": plan.run_id})
 
 
-def _write_rows(plan: RunPlan, file_name: str, rows: list[dict[str, Any]]) -> str:
+def write_rows(plan: RunPlan, file_name: str, rows: list[dict[str, Any]]) -> str:
     """Stamp the rows with the finishing time and write them atomically to the run folder; returns the time."""
-    finished, encoded = _encoded_rows(plan, rows)
+    finished, encoded = encoded_rows(plan, rows)
     atomic_write_bytes(plan.run_dir / file_name, encoded)
     return finished
 
@@ -133,8 +134,8 @@ def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, t
     }
 
 
-def _store_monitoring(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int,
-                      header: dict[str, Any]) -> None:
+def store_monitoring(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int,
+                     header: dict[str, Any]) -> None:
     """Append the approach's monitoring tables for this stage to `<table>.parquet` in the run folder."""
     import pandas as pd
 

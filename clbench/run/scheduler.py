@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clbench.data.tasks import DatasetLoader
-from clbench.results import is_complete
+from clbench.results import RunStatus, is_complete
 from clbench.run.engine import RunObserver, RunOutcome
 from clbench.run.plan import RunPlan
 from clbench.run.shared_tasks import SharedTasks, data_key, grouped_by_data
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Event = tuple[str, int, Any]
-"""(kind, run index, payload): what a worker reports about run `index`."""
+"""(kind, run index, payload): what a worker reports about run `index`: `RunObserver` event `kind` with its
+arguments after the plan as the payload (a tuple), or `outcome` with the `RunOutcome`."""
 
 
 @dataclass(frozen=True)
@@ -65,45 +66,37 @@ class EventSink(Protocol):
     def put(self, item: Event) -> None: ...
 
 
-class ForwardingObserver:
-    """A `RunObserver` that turns the engine's events of run `index` into `Event`s on a sink."""
+class ForwardingObserver(RunObserver):
+    """A `RunObserver` that turns the engine's events of run `index` into `Event`s on a sink (sequences as lists,
+    which pickle)."""
 
     def __init__(self, sink: EventSink, index: int) -> None:
         self.sink = sink
         self.index = index
 
     def run_started(self, plan: RunPlan, task_names: Sequence[str]) -> None:
-        self.sink.put(("run_started", self.index, list(task_names)))
+        self.sink.put(("run_started", self.index, (list(task_names),)))
 
     def run_resumed(self, plan: RunPlan, stage: int) -> None:
-        self.sink.put(("run_resumed", self.index, stage))
+        self.sink.put(("run_resumed", self.index, (stage,)))
 
     def task_started(self, plan: RunPlan, stage: int) -> None:
-        self.sink.put(("task_started", self.index, stage))
+        self.sink.put(("task_started", self.index, (stage,)))
 
     def epoch_finished(self, plan: RunPlan, epoch: EpochLog) -> None:
-        self.sink.put(("epoch_finished", self.index, epoch))
+        self.sink.put(("epoch_finished", self.index, (epoch,)))
 
     def task_finished(self, plan: RunPlan, stage: int, accuracies: Sequence[float]) -> None:
         self.sink.put(("task_finished", self.index, (stage, list(accuracies))))
 
 
 def dispatch(event: Event, plans: Sequence[RunPlan], listener: ScheduleListener) -> RunOutcome | None:
-    """Hand a worker's event to the listener; returns the run's outcome when the event is one."""
+    """Hand a worker's event to the listener (the `RunObserver` method of its kind, with its plan and
+    arguments); returns the run's outcome when the event is one."""
     kind, index, payload = event
-    plan = plans[index]
     if kind == "outcome":
         return payload
-    if kind == "run_started":
-        listener.run_started(plan, payload)
-    elif kind == "run_resumed":
-        listener.run_resumed(plan, payload)
-    elif kind == "task_started":
-        listener.task_started(plan, payload)
-    elif kind == "epoch_finished":
-        listener.epoch_finished(plan, payload)
-    elif kind == "task_finished":
-        listener.task_finished(plan, *payload)
+    getattr(listener, kind)(plans[index], *payload)
     return None
 
 
@@ -121,11 +114,11 @@ def run_request(request: RunRequest, observer: RunObserver, shared: SharedTasks 
         return execute(request.plan, device=torch.device(request.device), loader=request.loader,
                        force=request.force, observer=observer, loggers=request.loggers, shared=shared)
     except KeyboardInterrupt:
-        return RunOutcome(request.plan, "interrupted", error="KeyboardInterrupt",
+        return RunOutcome(request.plan, RunStatus.INTERRUPTED, error="KeyboardInterrupt",
                           seconds=time.perf_counter() - start)
     except Exception as error:  # a failed run is reported and does not stop the others
         log.debug("run %s failed", request.plan.run_id, exc_info=True)
-        return RunOutcome(request.plan, "failed", error=f"{type(error).__name__}: {error}",
+        return RunOutcome(request.plan, RunStatus.FAILED, error=f"{type(error).__name__}: {error}",
                           seconds=time.perf_counter() - start)
 
 
@@ -134,7 +127,7 @@ def already_finished(requests: Iterable[RunRequest]) -> tuple[list[RunRequest], 
     to_run, skipped = [], []
     for request in requests:
         if not request.force and is_complete(request.plan.run_dir):
-            skipped.append(RunOutcome(request.plan, "skipped"))
+            skipped.append(RunOutcome(request.plan, RunStatus.SKIPPED))
         else:
             to_run.append(request)
     return to_run, skipped
@@ -156,7 +149,7 @@ def run_serially(requests: Sequence[RunRequest], listener: ScheduleListener) -> 
         outcome = run_request(request, listener, shared)
         outcomes.append(outcome)
         listener.run_ended(outcome)
-        if outcome.status == "interrupted":
+        if outcome.status == RunStatus.INTERRUPTED:
             raise KeyboardInterrupt
     return outcomes
 
@@ -292,7 +285,7 @@ class _WorkerPool:
                 self._receive(timeout=0.5)  # its last events may still be in the pipe
             if slot.current is not None:
                 self._record(slot.current, RunOutcome(
-                    self.plans[slot.current], "interrupted" if self.stopping else "failed",
+                    self.plans[slot.current], RunStatus.INTERRUPTED if self.stopping else RunStatus.FAILED,
                     error=f"worker process exited with code {code} before reporting (killed, out of memory, "
                           f"or a crash in native code)"))
 
@@ -321,6 +314,6 @@ class _WorkerPool:
             self._receive(timeout=0.2)
             self._reap()
         for index in [slot.current for slot in self._busy() if slot.current is not None]:
-            self._record(index, RunOutcome(self.plans[index], "interrupted", error="killed after Ctrl-C"))
+            self._record(index, RunOutcome(self.plans[index], RunStatus.INTERRUPTED, error="killed after Ctrl-C"))
         self._close(timeout=5.0)
 

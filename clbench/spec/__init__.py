@@ -26,7 +26,6 @@ from clbench.spec.data_checks import (
     validation_count,
 )
 from clbench.spec.files import (
-    DATASET_NAME,
     NAME_PATTERN,
     NAME_RULE,
     benchmark_names,
@@ -50,7 +49,6 @@ from clbench.spec.sections import (
 )
 
 __all__ = [
-    "DATASET_NAME",
     "MIN_TASK_CLASSES",
     "NAME_PATTERN",
     "NAME_RULE",

@@ -20,7 +20,6 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 """The rule every name that becomes a folder follows (benchmarks, approaches, a spec's own data sets): letters,
 digits, `.`, `_`, `-`, starting with a letter or digit, so never `.`, `..` or a path with `/`."""
 NAME_RULE = "a name uses letters, digits, '.', '_', '-' and starts with a letter or digit (not '.', '..' or a path)"
-DATASET_NAME = NAME_PATTERN  # the rule's first user kept its name
 
 
 def is_valid_name(name: object) -> bool:

@@ -10,7 +10,8 @@ of the `RULES`:
 - `forgetting-ratio`: rho^{<=T} = (1/T) sum_{u<=T} [(A^{u<=T} - A_R^u) / (A_J^{u<=T} - A_R^u) - 1], the paper's
   forgetting ratio at stage T (`clbench.metrics.forgetting_ratio`), with the joint reference A_J and the random
   reference A_R (`clbench.metrics.random_reference`) measured on validation too, matched to the run as the report
-  matches them (`clbench.report.REFERENCE_KEYS`: the joint by reference key, the random by data hash, same seed).
+  matches them (`clbench.report.statistics.REFERENCE_KEYS`: the joint by reference key, the random by data hash,
+  same seed).
 
 Higher is better under both. Ties: among the points whose score is within `TIE_TOLERANCE` of the best, the first
 in the grid's declared order wins (`clbench.spec.grid.expand_grid`: the first `--grid` option varies slowest).

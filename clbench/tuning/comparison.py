@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from clbench.tuning.scoring import TEST, PointScore, TuningError, _best, score_points
+from clbench.tuning.scoring import TEST, PointScore, TuningError, best_point, score_points
 from clbench.tuning.tuned_file import TunedChoice, file_sha256, grid_end_notes, read_tuned_file, tuned_sha256
 
 
@@ -44,7 +44,7 @@ def compare_winners(validation: PointScore, test_scores: Sequence[PointScore]) -
     """The test winner (same tie rule) next to the validation winner; no test winner unless every point has a test
     score."""
     complete = bool(test_scores) and all(point.scored for point in test_scores)
-    return WinnerComparison(validation, tuple(test_scores), _best(test_scores) if complete else None)
+    return WinnerComparison(validation, tuple(test_scores), best_point(test_scores) if complete else None)
 
 
 def compare_with_test(rows: pd.DataFrame, choice: TunedChoice) -> WinnerComparison:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from clbench import metrics
 from clbench.errors import ClbenchError
-from clbench.report import REFERENCE_KEYS
+from clbench.report.statistics import REFERENCE_KEYS
 from clbench.results import EVALUATIONS, scenario_evaluation, select_split
 from clbench.spec.grid import expand_grid, parse_grid_spec
 
@@ -288,9 +288,10 @@ def select(points: Sequence[PointScore]) -> PointScore:
         why = unscored[0].problem or f"point {unscored[0].label} has no finite score"
         more = f" (and {len(unscored) - 1} more points)" if len(unscored) > 1 else ""
         raise TuningError(f"cannot choose: {why}{more}")
-    return _best(points)
+    return best_point(points)
 
 
-def _best(points: Sequence[PointScore]) -> PointScore:
+def best_point(points: Sequence[PointScore]) -> PointScore:
+    """The first of `points` (in grid order) whose score is within `TIE_TOLERANCE` of the best (all scored)."""
     best = max(point.score for point in points)
     return next(point for point in points if point.score >= best - TIE_TOLERANCE)

@@ -11,11 +11,11 @@ import torch
 from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 from torch.nn import functional
 
-from clbench.approaches import resolve
 from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.lfl import penultimate
 from clbench.approaches.parameters import named_body_parameters
 from clbench.approaches.regularizers import detached_copy, imm_mean_merge, imm_mode_merge, task_fisher
+from clbench.approaches.resolution import resolve
 from clbench.spec import benchmark_names, load_benchmark
 
 BASELINES = ("ewc", "imm-mean", "imm-mode", "lwf", "lfl")

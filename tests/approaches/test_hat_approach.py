@@ -12,11 +12,11 @@ import torch
 from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 from torch.nn import functional
 
-from clbench.approaches import resolve
 from clbench.approaches.datatypes import StepInfo
-from clbench.approaches.hat import Hat, HatHyperparameters
 from clbench.approaches.hat import functions as hf
+from clbench.approaches.hat.approach import Hat, HatHyperparameters
 from clbench.approaches.hat.network import GatedNet, HatAlexNet, HatMLP
+from clbench.approaches.resolution import resolve
 from clbench.data.tasks import TaskSequence
 from clbench.spec import load_benchmark
 

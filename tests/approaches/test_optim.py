@@ -1,4 +1,4 @@
-"""PlainSGD: torch.optim.SGD's plain step without importing torch._dynamo (issue 29, start-up)."""
+"""PlainSGD: torch.optim.SGD's plain step without importing torch._dynamo (slow to import at start-up)."""
 
 from __future__ import annotations
 

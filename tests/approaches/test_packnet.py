@@ -11,8 +11,8 @@ from learned import Learned, inputs_of, learned
 from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 from torch.func import functional_call
 
-from clbench.approaches import resolve
 from clbench.approaches.packnet.pruning import claim_free_weights, evaluation_mask, prune_free_weights
+from clbench.approaches.resolution import resolve
 from clbench.spec import load_benchmark
 
 QUICK = replace(TINY_TRAINING, max_epochs=2)

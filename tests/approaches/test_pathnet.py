@@ -9,9 +9,10 @@ import torch
 from learned import PATHNET_MLP, Learned, hyperparameters, inputs_of, learned
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
-from clbench.approaches import ApproachContext, resolve
+from clbench.approaches.datatypes import ApproachContext
 from clbench.approaches.pathnet.approach import Candidate, PathNetApproach, frozen_modules, mutate_path, random_path
 from clbench.approaches.pathnet.network import base_widths, body_plan, build_pathnet, pathnet_parameter_count
+from clbench.approaches.resolution import resolve
 from clbench.approaches.schedule import PlateauSchedule
 from clbench.data.sources import get_source
 from clbench.data.tasks import TaskSequence, head_sizes_for, input_shape_for

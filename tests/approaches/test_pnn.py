@@ -9,9 +9,10 @@ import torch
 from learned import Learned, inputs_of, learned
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
-from clbench.approaches import ApproachContext, resolve
+from clbench.approaches.datatypes import ApproachContext
 from clbench.approaches.pathnet.network import base_widths, body_plan
 from clbench.approaches.pnn.network import ProgressiveNet, build_progressive, progressive_parameter_count
+from clbench.approaches.resolution import resolve
 from clbench.data.sources import get_source
 from clbench.data.tasks import head_sizes_for, input_shape_for
 from clbench.nets import build_network, parameter_count

@@ -8,8 +8,10 @@ import pytest
 import torch
 from synthetic import TINY_TRAINING, make_approach, tiny_resnet_spec, tiny_tasks
 
-from clbench.approaches import BUILTINS, REGISTRY, ApproachContext
+from clbench.approaches import BUILTINS
+from clbench.approaches.datatypes import ApproachContext
 from clbench.approaches.lfl import penultimate
+from clbench.approaches.registry import REGISTRY
 from clbench.approaches.regularizers import task_fisher
 from clbench.errors import SpecError
 

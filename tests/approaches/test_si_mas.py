@@ -10,7 +10,6 @@ import torch
 from synthetic import TINY_TRAINING, make_approach, tiny_spec, tiny_tasks
 from torch.nn import functional
 
-from clbench.approaches import resolve
 from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.importance.functions import (
     accumulate_importance,
@@ -23,6 +22,7 @@ from clbench.approaches.importance.functions import (
     si_path_step,
     stiffness_rows,
 )
+from clbench.approaches.resolution import resolve
 from clbench.spec import benchmark_names, load_benchmark
 
 QUICK = replace(TINY_TRAINING, max_epochs=2)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clbench.approaches import approach_names
+from clbench.approaches.registry import approach_names
 from clbench.cli import app
 
 runner = CliRunner()

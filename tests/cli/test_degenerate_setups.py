@@ -15,7 +15,8 @@ from clbench.cli import app
 from clbench.data.sources import ImageSet, PreparedDataset
 from clbench.data.tasks import build_tasks
 from clbench.errors import ClbenchError
-from clbench.report import build_report, load_results
+from clbench.report.loading import load_results
+from clbench.report.tables import build_report
 from clbench.spec import DataSpec
 
 runner = CliRunner()

@@ -17,7 +17,9 @@ from typer.testing import CliRunner
 from clbench.cli import app
 from clbench.cli.evaluate import stage_means, table_rows
 from clbench.errors import ResultsError
-from clbench.report import build_report, build_summary, load_results
+from clbench.report.loading import load_results
+from clbench.report.summary import build_summary
+from clbench.report.tables import build_report
 from clbench.results import EVALUATION_FILE, runs_evaluation, scenario_evaluation
 
 runner = CliRunner()

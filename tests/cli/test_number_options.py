@@ -1,5 +1,5 @@
 """`1e-2` and friends through `--set`, `--grid` and a spec file: the runs `clbench train` plans get the numbers; a
-value still refused is named with the option or the file it came from (issue 35)."""
+value still refused is named with the option or the file it came from."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from clihelpers import invoke_fresh, offline
 
-from clbench.approaches import approach_names
+from clbench.approaches.registry import approach_names
 from clbench.approaches.resolution import refusal
 from clbench.spec import benchmark_names, benchmarks_dir, load_benchmark
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from clbench.approaches import resolve
+from clbench.approaches.resolution import resolve
 from clbench.cli import app
 from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark

@@ -27,7 +27,7 @@ def test_alexnet_with_mnist28_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("method", ["hat", "packnet", "pathnet", "pnn"])
 def test_an_approach_that_cannot_run_on_resnet18_is_refused_with_its_reason(method: str, tmp_path: Path) -> None:
-    from clbench.approaches import REGISTRY
+    from clbench.approaches.registry import REGISTRY
 
     code, output = invoke("train", "cifar10-5", "-m", f"sgd,{method}", "--results", str(tmp_path / "r"),
                           *offline(tmp_path))

@@ -149,7 +149,7 @@ def test_amp_none_keeps_float32() -> None:
 
 @pytest.mark.parametrize("override", ["training.amp=bf16", "training.compile=true"])
 def test_numerics_switches_change_the_config_hash(override: str) -> None:
-    from clbench.approaches import resolve
+    from clbench.approaches.resolution import resolve
 
     plain, switched = load_benchmark("mnist2"), load_benchmark("mnist2", [override])
     assert stable_hash(run_config(plain, resolve(plain, "hat"))) != stable_hash(

@@ -13,7 +13,7 @@ import pytest
 import torch
 from synthetic import synthetic_loader
 
-from clbench.approaches import resolve
+from clbench.approaches.resolution import resolve
 from clbench.cli.listing import parameter_counts
 from clbench.run.engine import execute
 from clbench.run.plan import plan_runs

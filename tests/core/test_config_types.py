@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clbench.approaches import resolve
+from clbench.approaches.resolution import resolve
 from clbench.cli import app
 from clbench.errors import SpecError
 from clbench.spec import load_benchmark

@@ -28,7 +28,7 @@ import torch
 from golden_runs import GOLDEN_COMPARISONS, compare_with_golden, golden_record, load_golden, recording, store_golden
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_resnet_spec, tiny_spec
 
-from clbench.approaches import REGISTRY
+from clbench.approaches.registry import REGISTRY
 from clbench.errors import SpecError
 from clbench.metrics import accuracy_matrix, is_complete_matrix
 from clbench.run.engine import RunOutcome, execute
@@ -41,7 +41,7 @@ FAST = replace(TINY_TRAINING, max_epochs=2)
 # validation losses, and that choice, flipped by another CPU's or torch's rounding, moved up to 13 of 60 test
 # predictions (derpp, imm-mode, ewc). Measured across the AVX512, AVX2 and DEFAULT kernels of one torch: with one
 # epoch and no dropout no prediction moved and no loss by more than 1.9e-6 (relative); every setting tried that
-# learned more (lr 0.1, 320 or 480 images, 2-3 epochs) moved 1 to 10 predictions somewhere (issue 35's note).
+# learned more (lr 0.1, 320 or 480 images, 2-3 epochs) moved 1 to 10 predictions somewhere.
 CONV_TRAINING = replace(TINY_TRAINING, max_epochs=1)
 TRAIN_IMAGES = {"mlp": 160, "alexnet": 160, "resnet18": 160}
 # The golden ResNet-18 run: sgd, 4 channels in the first stage, no augmentation, one epoch at lr 0.0005. At the

@@ -14,7 +14,9 @@ from resultbuilders import write_run
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report import build_report, load_results, run_values
+from clbench.report.loading import load_results
+from clbench.report.statistics import run_values
+from clbench.report.tables import build_report
 
 DOMAIN = {"scenario": "domain", "data_hash": "dd", "reference_hash": "rd", "overrides": ["data.scenario=domain"]}
 TASK = {"scenario": "task", "data_hash": "dt", "reference_hash": "rt", "overrides": []}

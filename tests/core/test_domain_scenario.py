@@ -16,10 +16,11 @@ import pytest
 import torch
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 
-from clbench.approaches import REGISTRY, ApproachContext, resolve
-from clbench.approaches.datatypes import TASK_AWARE
+from clbench.approaches.datatypes import TASK_AWARE, ApproachContext
 from clbench.approaches.parameters import named_shared_parameters
 from clbench.approaches.refusals import scenario_refusal
+from clbench.approaches.registry import REGISTRY
+from clbench.approaches.resolution import resolve
 from clbench.data.tasks import Batch, InputTransform, LabelledData
 from clbench.errors import SpecError
 from clbench.metrics import accuracy_matrix, is_complete_matrix

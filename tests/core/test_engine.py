@@ -11,14 +11,25 @@ from runhelpers import run
 from synthetic import synthetic_loader, tiny_spec
 
 from clbench.errors import ResultsError
-from clbench.report import load_results
-from clbench.results import COLUMNS, SCHEMA_VERSION, read_run_file
+from clbench.report.loading import load_results
+from clbench.results import COLUMNS, SCHEMA_VERSION, RunStatus, read_run_file, write_json
 from clbench.run.checkpoints import load_checkpoint
 from clbench.run.engine import execute
 from clbench.run.evaluate import reevaluate
 from clbench.run.plan import plan_runs
 
 CPU = torch.device("cpu")
+
+
+def test_run_statuses_are_stored_as_their_plain_strings(tmp_path: Path) -> None:
+    """run.json and the outcomes hold these strings (older results folders too, and `report`'s notes name them):
+    a status is written, formatted and compared as its value."""
+    assert {status.name: status.value for status in RunStatus} == {
+        "RUNNING": "running", "COMPLETE": "complete", "DONE": "done", "SKIPPED": "skipped", "LOCKED": "locked",
+        "FAILED": "failed", "INTERRUPTED": "interrupted"}
+    write_json(tmp_path / "run.json", {"status": RunStatus.INTERRUPTED})
+    assert (tmp_path / "run.json").read_text() == '{\n  "status": "interrupted"\n}\n'
+    assert f"{RunStatus.LOCKED}: {RunStatus.DONE!s}" == "locked: done" and RunStatus.FAILED == "failed"
 
 
 def test_accuracy_parquet_schema_and_provenance(tmp_path: Path) -> None:
@@ -100,7 +111,7 @@ def test_config_hash_separates_hyperparameters(tmp_path: Path) -> None:
 
 def test_an_approach_revision_changes_its_config_hash_and_revision_0_leaves_the_config_as_it_was(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clbench.approaches import REGISTRY
+    from clbench.approaches.registry import REGISTRY
 
     spec = tiny_spec("mlp")
     [sgd] = plan_runs(spec, ["sgd"], [0], tmp_path)

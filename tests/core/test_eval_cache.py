@@ -15,7 +15,7 @@ from synthetic import make_approach, synthetic_loader, tiny_spec
 from clbench.data.tasks import InputCache, InputTransform, build_tasks
 from clbench.run import rows as run_rows
 from clbench.run.plan import plan_runs
-from clbench.run.rows import _evaluate_stage, evaluate_stage
+from clbench.run.rows import evaluate_stage, evaluate_stage_rows
 
 SETTINGS = [("mlp", "permuted"), ("mlp", "split"), ("alexnet", "mixture")]
 
@@ -156,7 +156,7 @@ def test_stage_eval_seconds_counts_each_tasks_pass_once(tmp_path, monkeypatch) -
     [plan] = plan_runs(tiny_spec("mlp", scenario="class"), ["sgd"], [0], tmp_path)
     header = dict.fromkeys(("clbench_version", "git_commit", "torch_version", "cuda_version", "device",
                             "hostname", "started_utc"))
-    rows = _evaluate_stage(plan, approach, hand_tasks(), 1, None, header)
+    rows = evaluate_stage_rows(plan, approach, hand_tasks(), 1, None, header)
     assert {row["evaluation"] for row in rows} == {"task-aware", "task-agnostic"}
     # 3 tasks x 2 splits, each pass 1 "second" on the fake clock (two evaluations each)
     assert {row["stage_eval_seconds"] for row in rows} == {6.0}

@@ -18,7 +18,7 @@ import pytest
 import torch
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 
-from clbench.approaches import REGISTRY
+from clbench.approaches.registry import REGISTRY
 from clbench.run.engine import execute
 from clbench.run.evaluate import reevaluate
 from clbench.run.plan import plan_runs

@@ -72,7 +72,7 @@ def test_values_that_read_differently_are_kept() -> None:
 
 
 def test_every_grid_point_is_validated_by_the_resolver() -> None:
-    from clbench.approaches import resolve
+    from clbench.approaches.resolution import resolve
     from clbench.errors import SpecError
     from clbench.spec import load_benchmark
 

@@ -19,7 +19,10 @@ from resultbuilders import golden_results, write_run, write_run_json
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report import MonitoringReporter, Results, Table, build_report, load_results
+from clbench.report.formatting import Table
+from clbench.report.loading import Results, load_results
+from clbench.report.monitoring import MonitoringReporter
+from clbench.report.tables import build_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -96,18 +96,18 @@ def test_ctrl_c_while_the_rows_are_encoded_leaves_an_interrupted_run_that_resume
     [plan] = plan_runs(tiny_spec("mlp"), ["sgd"], [0], tmp_path / "results")
     reference = execute(plan_runs(tiny_spec("mlp"), ["sgd"], [0], tmp_path / "reference")[0], device=CPU,
                         loader=synthetic_loader())
-    encoded_rows = engine._encoded_rows
+    encoded_rows = engine.encoded_rows
 
     def ctrl_c(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise KeyboardInterrupt  # as when Ctrl-C comes while pyarrow is imported and the rows are encoded
 
-    monkeypatch.setattr(engine, "_encoded_rows", ctrl_c)
+    monkeypatch.setattr(engine, "encoded_rows", ctrl_c)
     with pytest.raises(KeyboardInterrupt):
         execute(plan, device=CPU, loader=synthetic_loader())
     assert read_run_file(plan.run_dir)["status"] == "interrupted"
     assert not (plan.run_dir / "accuracy.parquet").exists() and not is_complete(plan.run_dir)
 
-    monkeypatch.setattr(engine, "_encoded_rows", encoded_rows)
+    monkeypatch.setattr(engine, "encoded_rows", encoded_rows)
     resumed = execute(plan, device=CPU, loader=synthetic_loader())
     assert resumed.status == "done" and resumed.resumed_after_stage == 3
     assert read_run_file(plan.run_dir)["status"] == "complete"

@@ -1,4 +1,4 @@
-"""The package layout's promises (issue 19): the approaches table and the method folders' reporters are
+"""The package layout's promises: the approaches table and the method folders' reporters are
 torch-free; built-ins load through the table."""
 
 from __future__ import annotations
@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 from importchecks import assert_imports_no_torch, loaded_modules
 
-from clbench.approaches import BUILTINS, REGISTRY
+from clbench.approaches import BUILTINS
+from clbench.approaches.registry import REGISTRY
 
 
 def test_the_approaches_table_is_torch_free() -> None:
     assert_imports_no_torch("import clbench.approaches")
-    assert "torch" in loaded_modules("from clbench.approaches import REGISTRY", ["torch"])
+    assert "torch" in loaded_modules("from clbench.approaches.registry import REGISTRY", ["torch"])
 
 
 @pytest.mark.parametrize("name", sorted(BUILTINS))
@@ -21,9 +22,21 @@ def test_every_builtin_is_registered_from_its_table_line(name: str) -> None:
     assert cls.name == name and cls.__qualname__ == qualname and cls.__module__ == module
 
 
+def test_a_builtin_records_the_module_its_stored_runs_name() -> None:
+    """run.json's `approach_origin` of a method folder names the folder (every stored run of it does), of a
+    one-file method its module."""
+    from clbench.approaches.registry import origin_of
+
+    expected = {"hat": "clbench.approaches.hat", "packnet": "clbench.approaches.packnet",
+                "pathnet": "clbench.approaches.pathnet", "pnn": "clbench.approaches.pnn",
+                "er": "clbench.approaches.replay.er", "sgd": "clbench.approaches.sgd"}
+    assert {name: origin_of(name) for name in expected} == {
+        name: {"kind": "built-in", "module": module} for name, module in expected.items()}
+
+
 def test_a_method_folder_and_its_reporter_are_torch_free() -> None:
     assert_imports_no_torch("import clbench.approaches.hat.report")
-    assert "torch" in loaded_modules("from clbench.approaches.hat import Hat", ["torch"])
+    assert "torch" in loaded_modules("from clbench.approaches.hat.approach import Hat", ["torch"])
 
 
 def builtin_reporters() -> dict[str, str]:

@@ -25,7 +25,7 @@ from logreaders import csv_rows, csv_series, tensorboard_scalars, wandb_run
 from stopping import Stop, StopInTask2
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 
-from clbench.approaches import REGISTRY
+from clbench.approaches.registry import REGISTRY
 from clbench.run.engine import SilentObserver, execute
 from clbench.run.loggers.csv_writer import COLUMNS, CsvWriter
 from clbench.run.loggers.wandb_writer import CACHE_FOLDER
@@ -222,7 +222,7 @@ def test_a_logger_that_raises_is_reported_once_and_the_run_goes_on(tmp_path: Pat
 
 def test_failing_approach_scalars_are_reported_once_and_the_epochs_still_logged(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    from clbench.approaches.hat import Hat
+    from clbench.approaches.hat.approach import Hat
 
     def broken(self, stage):  # type: ignore[no-untyped-def]
         raise RuntimeError("no masks")

@@ -1,4 +1,4 @@
-"""mnist2's `reference` variant (issue 11): the reference code's HAT network, and the MLP's input dropout."""
+"""mnist2's `reference` variant: the reference code's HAT network, and the MLP's input dropout."""
 
 from __future__ import annotations
 

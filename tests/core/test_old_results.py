@@ -1,6 +1,6 @@
-"""Results written by an older clbench still report, with the same text (issue 19: the layout move).
+"""Results written by an older clbench still report, with the same text.
 
-`tests/fixtures/old-results/` was written by clbench before the package layout of issue 19 (commit e84c86b), with
+`tests/fixtures/old-results/` was written by clbench at commit e84c86b (an earlier package layout), with
 
     clbench fetch mnist --data-dir DATA --mirror MIRROR
     clbench train tests/fixtures/old-results.yaml -m hat,packnet,si --with-references --grid hat.c=0.75,2 \

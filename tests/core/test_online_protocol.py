@@ -19,11 +19,13 @@ import torch
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 
 import clbench.approaches.base as base
-from clbench.approaches import REGISTRY, ApproachContext, resolve
-from clbench.approaches.datatypes import EpochLog, StepInfo
+from clbench.approaches.datatypes import ApproachContext, EpochLog, StepInfo
+from clbench.approaches.registry import REGISTRY
+from clbench.approaches.resolution import resolve
 from clbench.data.tasks import Batch, LabelledData, build_tasks
 from clbench.errors import SpecError
-from clbench.report import build_report, load_results
+from clbench.report.loading import load_results
+from clbench.report.tables import build_report
 from clbench.run.engine import execute
 from clbench.run.plan import plan_runs
 from clbench.spec import BenchmarkSpec, NetworkSpec, TrainingSpec, load_benchmark

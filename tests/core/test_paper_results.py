@@ -15,7 +15,6 @@ from resultbuilders import mnist2_config, write_mnist2, write_run, write_run_jso
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report import Cell
 from clbench.report.paper_results import (
     OurRow,
     compare,
@@ -23,6 +22,7 @@ from clbench.report.paper_results import (
     override_setting,
     setting_differences,
 )
+from clbench.report.statistics import Cell
 
 # The paper beside the checkout (../shared/paper), else beside the data mirror ($CLBENCH_MIRROR/../paper).
 TEX_CANDIDATES = [Path(__file__).resolve().parents[3] / "shared" / "paper" / "hat-icml2018.tex",

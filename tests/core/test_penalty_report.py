@@ -80,7 +80,7 @@ def test_a_stable_penalty_gets_no_warning_and_mas_has_the_same_section(tmp_path:
 
 def test_an_si_run_and_a_mas_run_give_one_section_each(tmp_path: Path) -> None:
     from clbench.approaches.importance.report import PenaltyReporter
-    from clbench.report import load_results
+    from clbench.report.loading import load_results
 
     write_stiffness(write_run(tmp_path, "si", 0, [[0.9], [0.9, 0.9]]), SEED_0)
     write_stiffness(write_run(tmp_path, "mas", 1, [[0.9], [0.9, 0.9]]), SEED_1)
@@ -133,7 +133,7 @@ PENALTY_METHODS = ["mas", "si"]  # the approaches whose reporter is PenaltyRepor
 
 def test_penalty_methods_are_those_of_the_reporter() -> None:
     from clbench.approaches.importance.report import STRENGTH
-    from clbench.report import LEGACY_REPORTERS
+    from clbench.report.monitoring import LEGACY_REPORTERS
 
     assert sorted(method for method, reporter in LEGACY_REPORTERS.items()
                   if reporter == "clbench.approaches.importance.report:PenaltyReporter") == PENALTY_METHODS
@@ -146,9 +146,9 @@ def test_every_strength_hint_names_a_real_hyperparameter_field(tmp_path: Path, m
 
     from synthetic import make_approach, tiny_spec, tiny_tasks
 
-    from clbench.approaches import REGISTRY
     from clbench.approaches.importance.report import PenaltyReporter
-    from clbench.report import load_results
+    from clbench.approaches.registry import REGISTRY
+    from clbench.report.loading import load_results
 
     write_stiffness(write_run(tmp_path, method, 0, [[0.9], [0.9, 0.9]]), SEED_0)  # unstable after task 2
     [note] = PenaltyReporter(method).table_notes(load_results(tmp_path, "b"))

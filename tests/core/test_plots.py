@@ -13,8 +13,10 @@ from resultbuilders import golden_results, hat_capacity, sensitivity_results, wr
 from clbench.approaches.hat import figures as hat_figures
 from clbench.approaches.hat.report import build_hat_report
 from clbench.cli.report import ReportRequest, run_report
-from clbench.report import Cell, Report, build_report, load_results
 from clbench.report import figures as plots
+from clbench.report.loading import load_results
+from clbench.report.statistics import Cell
+from clbench.report.tables import Report, build_report
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ import pytest
 from resultbuilders import write_run
 
 from clbench import metrics
-from clbench.report import build_report, load_results
-from clbench.report.tables import table_rows
+from clbench.report.loading import load_results
+from clbench.report.tables import build_report, table_rows
 from clbench.tuning import scoring
 
 NAN = np.nan

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from resultbuilders import write_run
 
-from clbench.report import build_report, load_results, run_values
+from clbench.report.loading import load_results
+from clbench.report.statistics import run_values
+from clbench.report.tables import build_report
 from clbench.results import run_directory
 
 # Seed 0: R = (0.2, 0.4); seed 1: R = (0.1, 0.3) (the random runs' column means).

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from resultbuilders import NAN, write_run
 
-from clbench.report import build_report, render
+from clbench.report.render import render
+from clbench.report.tables import build_report
 from clbench.results import run_directory, write_json
 
 

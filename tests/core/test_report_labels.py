@@ -11,7 +11,7 @@ from resultbuilders import write_run, write_run_json
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report import load_results
+from clbench.report.loading import load_results
 
 MATRIX = [[0.9], [0.8, 0.9]]
 

@@ -13,7 +13,9 @@ from resultbuilders import write_run
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report import build_report, load_results, render
+from clbench.report.loading import load_results
+from clbench.report.render import render
+from clbench.report.tables import build_report
 
 JOINT = [[0.95], [0.90, 0.90], [0.90, 0.85, 1.00]]
 RANDOM = [[0.5], [0.5, 0.5], [0.5, 0.5, 0.5]]
@@ -285,7 +287,7 @@ def test_forgetting_mammoth_takes_the_stored_accuracy_before_learning(tmp_path: 
 def test_report_help_lists_every_metric() -> None:
     import re
 
-    from clbench.report import METRICS
+    from clbench.report.statistics import METRICS
 
     result = CliRunner().invoke(app, ["report", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output

@@ -14,7 +14,9 @@ from resultbuilders import GOLDEN, golden_results, portable, write_run, write_ru
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report import LEGACY_REPORTERS, MonitoringReporter, Results, Table, load_results, method_reporter
+from clbench.report.formatting import Table
+from clbench.report.loading import Results, load_results
+from clbench.report.monitoring import LEGACY_REPORTERS, MonitoringReporter, method_reporter
 from clbench.report.sections import monitoring_text
 from clbench.results import write_parquet
 
@@ -167,7 +169,7 @@ def test_importing_the_cli_imports_no_methods_package() -> None:
 
 
 def test_built_in_reporters_match_what_the_approach_classes_declare() -> None:
-    from clbench.approaches import REGISTRY
+    from clbench.approaches.registry import REGISTRY
 
     declared = {name: cls.monitoring_reporter for name, cls in REGISTRY.items() if cls.monitoring_reporter}
     assert declared == LEGACY_REPORTERS

@@ -23,17 +23,11 @@ from typer.testing import CliRunner
 from clbench.approaches.hat.report import build_hat_report, hat_sensitivity
 from clbench.cli import app
 from clbench.errors import ResultsError
-from clbench.report import (
-    Cell,
-    benchmarks_in,
-    build_report,
-    build_summary,
-    build_time_report,
-    latest_bench,
-    load_results,
-    student_t_quantile,
-    summarize,
-)
+from clbench.report.loading import benchmarks_in, load_results
+from clbench.report.statistics import Cell, student_t_quantile, summarize
+from clbench.report.summary import build_summary
+from clbench.report.tables import build_report
+from clbench.report.timing import build_time_report, latest_bench
 from clbench.results import write_parquet
 
 

@@ -22,7 +22,7 @@ from stopping import Stop, StopInTask2, same_numbers
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_resnet_spec, tiny_spec
 from typer.testing import CliRunner
 
-from clbench.approaches import REGISTRY
+from clbench.approaches.registry import REGISTRY
 from clbench.cli import app
 from clbench.data.tasks import build_tasks
 from clbench.nets import parameter_count

@@ -18,7 +18,7 @@ from clbench.approaches.datatypes import TASK_AGNOSTIC, TASK_AWARE, StepInfo
 from clbench.approaches.sgd import SGD
 from clbench.data.tasks import Batch
 from clbench.run.plan import plan_runs
-from clbench.run.rows import _evaluate_stage
+from clbench.run.rows import evaluate_stage_rows
 
 # ---------------------------------------------------------------------- the targets of a batch that mixes tasks
 
@@ -72,7 +72,7 @@ def test_the_stored_task_agnostic_loss_is_over_every_class_seen_and_the_task_awa
     [plan] = plan_runs(tiny_spec("mlp", scenario="class"), ["sgd"], [0], tmp_path)
     header = dict.fromkeys(("clbench_version", "git_commit", "torch_version", "cuda_version", "device",
                             "hostname", "started_utc"))
-    rows = _evaluate_stage(plan, approach, hand_tasks(), 1, None, header)  # after task 2: candidates tasks 1-2
+    rows = evaluate_stage_rows(plan, approach, hand_tasks(), 1, None, header)  # after task 2: candidates tasks 1-2
     stored = {(row["task"], row["evaluation"]): (row["loss"], row["accuracy"]) for row in rows
               if row["task"] <= 2 and row["split"] == "test"}
     # task 1, own head: A (1, 0) label 0 -> ln(1 + e) - 1; B (0, 0) label 1 -> ln 2; argmax A 0 (right), B 0 (the

@@ -17,9 +17,9 @@ from stopping import Stop, StopInTask2, same_numbers
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 from torch.nn import functional
 
-from clbench.approaches import REGISTRY
 from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.random_classifier import RandomClassifier
+from clbench.approaches.registry import REGISTRY
 from clbench.approaches.sgd import SGD
 from clbench.errors import ClbenchError
 from clbench.run.checkpoints import checkpoint_path, load_checkpoint

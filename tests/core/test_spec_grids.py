@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clbench.approaches import REGISTRY, approach_names, resolve
+from clbench.approaches.registry import REGISTRY, approach_names
+from clbench.approaches.resolution import resolve
 from clbench.errors import SpecError
 from clbench.run.plan import plan_runs
 from clbench.spec import benchmark_names, benchmarks_dir, check_approach_sections, load_benchmark

@@ -1,4 +1,4 @@
-"""tools/speed.py compares like with like: its raw loops compute what clbench computes (issue 29's benchmark)."""
+"""tools/speed.py compares like with like: its raw loops compute what clbench computes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tuning on validation rows (issue 28): scores, the choice and its tie rule, the test comparison, the tuned file.
+"""Tuning on validation rows: scores, the choice and its tie rule, the test comparison, the tuned file.
 
 Every expected value is worked out by hand in the comments; validation and test disagree on purpose, so a choice
 made on test numbers would fail these tests.

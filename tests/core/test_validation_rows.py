@@ -1,4 +1,4 @@
-"""Validation rows (results schema 3, issue 28): every run evaluates each task's held-out validation split at every
+"""Validation rows (results schema 3): every run evaluates each task's held-out validation split at every
 stage, in both evaluations, beside the test rows; reports read test rows unless `--split validation` is given.
 
 The expected numbers come from a hand loop over `tasks[u].valid` with the network's own heads and an argmax, or by
@@ -24,7 +24,8 @@ from clbench.cli import app
 from clbench.cli.progress import final_means, stage_line
 from clbench.errors import ResultsError
 from clbench.metrics import accuracy_matrices
-from clbench.report import build_report, load_results
+from clbench.report.loading import load_results
+from clbench.report.tables import build_report
 from clbench.results import select_split
 from clbench.run.checkpoints import load_checkpoint
 from clbench.run.engine import SilentObserver, execute

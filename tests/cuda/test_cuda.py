@@ -18,7 +18,7 @@ from stopping import Stop, StopInTask2, same_numbers
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 from typer.testing import CliRunner
 
-from clbench.approaches import REGISTRY
+from clbench.approaches.registry import REGISTRY
 from clbench.data.tasks import build_tasks
 from clbench.results import read_run_file
 from clbench.run.bench import BenchSettings, run_bench

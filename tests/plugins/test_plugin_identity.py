@@ -16,9 +16,8 @@ from clihelpers import TINY, kept_registry
 from filebuilders import write_npz
 from typer.testing import CliRunner
 
-from clbench.approaches import ORIGINS
 from clbench.approaches.plugins import package_sha256
-from clbench.approaches.registry import code_identity, load_entry_points, load_method
+from clbench.approaches.registry import ORIGINS, code_identity, load_entry_points, load_method
 from clbench.cli import app
 from clbench.errors import ClbenchError
 from clbench.run.engine import execute

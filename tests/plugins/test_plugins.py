@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 import clbench.api
-from clbench.approaches import ORIGINS, REGISTRY, approach_names, resolve
+from clbench.approaches.registry import ORIGINS, REGISTRY, approach_names
+from clbench.approaches.resolution import resolve
 from clbench.cli import app
 from clbench.spec import load_benchmark
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clbench.approaches import lookup
+from clbench.approaches.registry import lookup
 from clbench.spec import benchmark_names, benchmarks_dir
 from clbench.spec.fields import build
 

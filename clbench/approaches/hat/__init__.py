@@ -7,16 +7,6 @@
 - `report.py`: its monitoring tables for `clbench report --hat` / `--monitoring` (torch-free);
 - `figures.py`: their figures (`--plot`).
 
-This file imports nothing, so that `report.py` is imported without torch. `Hat` (registered as
-`clbench.approaches.hat:Hat`) and `HatHyperparameters` are imported from `approach.py` on first use, and `Hat`
-names this package as its module: its provenance in stored results is `clbench.approaches.hat`, as it was when
-HAT was one file.
+This file imports nothing, so that `report.py` is imported without torch; `Hat` is registered as
+`clbench.approaches.hat.approach:Hat`.
 """
-
-from __future__ import annotations
-
-from clbench.approaches import lazy_exports
-
-__all__ = ["Hat", "HatHyperparameters"]
-
-__getattr__ = lazy_exports(__name__, "approach", __all__)

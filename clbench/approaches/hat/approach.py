@@ -270,6 +270,3 @@ class Hat(Approach):
                 rows.append({"task": earlier + 1, "later_task": later + 1, "shared": shared, "used": used,
                              "fraction": np.float32(shared / used) if used else np.float32(0.0)})
         return rows
-
-
-Hat.__module__ = "clbench.approaches.hat"  # the public home (the package imports it on first use; see its __init__)

@@ -168,6 +168,3 @@ class PackNet(Approach):
                 rows.append({"task": task, "layer": name, "used": used, "weights": total,
                              "fraction": np.float32(used / total) if total else np.float32(0.0)})
         return {"packnet_capacity": rows}
-
-
-PackNet.__module__ = "clbench.approaches.packnet"  # the public home (the package imports it on first use)

@@ -316,6 +316,3 @@ class PathNetApproach(Approach):
         self.best_paths = {int(task): [list(layer) for layer in path] for task, path in state["best_paths"].items()}
         self.initial_weights = tensors_to(state["initial_weights"], self.device)
         self.evolution_generator.set_state(state["evolution_generator"])
-
-
-PathNetApproach.__module__ = "clbench.approaches.pathnet"  # the public home (the package imports it on first use)

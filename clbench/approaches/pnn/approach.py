@@ -99,6 +99,3 @@ class ProgressiveNetworks(Approach):
         widths = state.get("column_widths")
         if widths is not None and tuple(widths) != self.widths.widths:
             raise ValueError(f"checkpoint has PNN column widths {tuple(widths)}, this network {self.widths.widths}")
-
-
-ProgressiveNetworks.__module__ = "clbench.approaches.pnn"  # the public home (the package imports it on first use)

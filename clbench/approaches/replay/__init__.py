@@ -1,4 +1,4 @@
 """The replay family: experience replay, A-GEM, DER++ and iCaRL over one replay memory (`buffer.ReplayBuffer`).
 
-Torch-free: the approaches are registered by name in `clbench.approaches.BUILTINS` and imported on first use.
+Torch-free: the approaches are listed in `clbench.approaches.BUILTINS` and imported when the registry loads.
 """

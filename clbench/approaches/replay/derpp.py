@@ -11,7 +11,7 @@ The loss its paper used: in the class-incremental settings, the cross-entropies 
 head, the classes of future tasks included (Mammoth `models/derpp.py`: `self.loss(outputs, labels)` on the whole
 output; the DER paper's numbers come from that code), so the stored logits carry low scores for classes not seen
 yet and the logit matching keeps them low: `training.class_loss: all`, as `benchmarks/seq-mnist.yaml` sets it. With
-clbench's default (`seen`) DER++ loses about six points of class-IL accuracy on seq-MNIST (issue 36).
+clbench's default (`seen`) DER++ loses about six points of class-IL accuracy on seq-MNIST.
 """
 
 from __future__ import annotations

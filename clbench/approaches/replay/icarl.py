@@ -80,8 +80,8 @@ class ICaRL(ReplayApproach):
 
     name = "icarl"
     summary = "incremental classifier and representation learning (Rebuffi et al. 2017)"
-    # 1: the authors' loss by default (FACIL's before, now `loss: facil`); the distillation targets from the previous
-    # network's own heads (before: the current heads on the previous network's features)
+    # 1: the authors' loss by default (FACIL's is `loss: facil`) and the distillation targets from the previous
+    # network's own heads; revision 0 ran FACIL's loss on the current heads over the previous network's features
     revision = 1
     hyperparameters_class = ICaRLHyperparameters
     hparams: ICaRLHyperparameters
