@@ -18,7 +18,10 @@ from resultbuilders import write_run
 
 from clbench import metrics
 from clbench.metric_registry import INPUTS, METRICS, PERCENT, UNITS, Metric, register, resolve
-from clbench.report import Cell, build_report, format_cell, load_results, report_table, run_values
+from clbench.report.cells import format_cell
+from clbench.report.loading import load_results
+from clbench.report.statistics import Cell, run_values
+from clbench.report.tables import build_report, report_table
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 JOINT = [[0.95], [0.90, 0.90], [0.90, 0.85, 1.00]]
