@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the helper modules (synthetic, clihelpers, *builders, ...)
 
 def pytest_configure(config: pytest.Config) -> None:
     """Tiny test networks run faster on one thread (and do not fight each other on a 2-core CI machine); a

@@ -11,9 +11,9 @@ have class-scenario records too (both evaluations). A change that alters a built
 refactor that should be a pure move, a new spec field that should keep old hashes) fails here. Re-record, after
 checking that the change is meant, natively (no ATEN_CPU_CAPABILITY) and through pytest (one thread, as
 `conftest.py` sets):
-`CLBENCH_RECORD_GOLDEN=1 python -m pytest tests/core/test_contract.py`. The contract's ResNet-18 runs have no golden
-record (their numbers move too much between kernels, see `RESNET18_GOLDEN_TRAINING`); one sgd run on the narrow
-ResNet-18 at a small lr has (`sgd/resnet18`).
+`CLBENCH_RECORD_GOLDEN=1 python -m pytest tests/approaches/test_contract.py`. The contract's ResNet-18 runs have no
+golden record (their numbers move too much between kernels, see `RESNET18_GOLDEN_TRAINING`); one sgd run on the
+narrow ResNet-18 at a small lr has (`sgd/resnet18`).
 """
 
 from __future__ import annotations

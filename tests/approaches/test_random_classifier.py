@@ -1,7 +1,7 @@
 """The random reference's guesses for a (stage, task, evaluation) depend on the run seed and that cell only.
 
 So `clbench train`, a resumed run and `clbench evaluate` (which evaluate different numbers of cells before a given
-one) store the same rows; `tests/core/test_evaluate_reproduces_train.py` checks that end to end.
+one) store the same rows; `tests/run/test_evaluate_reproduces_train.py` checks that end to end.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The fixture is hand-made (`golden_results` in tests/resultbuilders.py): 3 tasks; joint and random references on
 seeds 0-2; sgd on seeds 0-1 with seed 2 failed (run.json only); hat on seeds 0-2 with monitoring tables and a
 parameter count; ewc with a partial matrix on seed 2; bench timings in `_bench`. Regenerate after an intended
-change with `CLBENCH_UPDATE_GOLDEN=1 python -m pytest tests/core/test_report_golden.py`, then read the diff.
+change with `CLBENCH_UPDATE_GOLDEN=1 python -m pytest tests/report/test_report_golden.py`, then read the diff.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`report --metric bwt | forgetting | forgetting-mammoth | intransigence | learning-accuracy | fwt` on hand-made result
-folders, the values computed by hand (see tests/core/test_metrics.py for the functions themselves)."""
+folders, the values computed by hand (see tests/metrics/test_metrics.py for the functions themselves)."""
 
 from __future__ import annotations
 

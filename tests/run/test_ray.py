@@ -72,7 +72,7 @@ def test_without_ray_the_ray_executor_is_a_usage_error(monkeypatch: pytest.Monke
 def ray_instance():  # type: ignore[no-untyped-def]
     """A local Ray with 2 CPUs whose workers can import this module and tests/synthetic.py."""
     ray = pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'clbench[ray]'); not installed")
-    path = os.pathsep.join([str(TESTS), str(TESTS / "core"), os.environ.get("PYTHONPATH", "")])
+    path = os.pathsep.join([str(TESTS), str(Path(__file__).resolve().parent), os.environ.get("PYTHONPATH", "")])
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": path, "OMP_NUM_THREADS": "1"}})
     yield ray
