@@ -150,6 +150,12 @@ def report(cell: Cell, *options: str):  # type: ignore[no-untyped-def]
 # ------------------------------------------------------------------------------------------ without training
 
 
+def test_the_matrix_walks_every_shipped_benchmark() -> None:
+    from clbench.spec import benchmark_names
+
+    assert sorted(BENCHMARKS) == benchmark_names()
+
+
 @pytest.mark.parametrize("benchmark", BENCHMARKS)
 def test_list_of_one_benchmark_exits_0(benchmark: str, paste) -> None:  # type: ignore[no-untyped-def]
     result = runner.invoke(app, ["list", "-b", benchmark])
