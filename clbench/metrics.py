@@ -91,6 +91,13 @@ def random_reference(random_matrix: np.ndarray, per_stage: bool = False) -> np.n
     return lower if per_stage else np.nanmean(lower, axis=0)
 
 
+def chance_varies_by_stage(evaluation: str, scenario: str | None) -> bool:
+    """True where A_R is taken per stage (`random_reference(..., per_stage=True)`): the task-agnostic evaluation,
+    whose chance level falls as classes are added; False for the paper's A_R^u (task-aware) and for the domain
+    scenario (one head over the same classes at every stage, stored under either evaluation's name)."""
+    return evaluation == "task-agnostic" and scenario != "domain"
+
+
 # How many standard errors the joint reference must beat the random one by for a forgetting ratio to be defined.
 REFERENCE_GAP_STANDARD_ERRORS = 3.0
 
@@ -108,13 +115,13 @@ def reference_gap_margin(joint: np.ndarray, random: np.ndarray, n_test: np.ndarr
         random: length-T A_R^u, or T x T A_R^{u<=t} (see `random_reference`).
         n_test: length-T number of test samples of each task u.
     """
-    chance = _per_stage(random, joint.shape)
+    chance = chance_matrix(random, joint.shape)
     spread = joint * (1.0 - joint) / n_test[None, :] + chance * (1.0 - chance) / n_test[None, :]
     margin = standard_errors * np.sqrt(np.clip(spread, 0.0, None))
     return np.where(np.isnan(margin) & ~np.isnan(joint), 0.0, margin)
 
 
-def _per_stage(random: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+def chance_matrix(random: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """A_R as a T x T matrix: a length-T A_R^u repeated over the stages, a T x T A_R^{u<=t} as it is."""
     return np.broadcast_to(random[None, :], shape) if random.ndim == 1 else random
 
@@ -125,7 +132,7 @@ def undefined_ratio_cells(joint: np.ndarray, random: np.ndarray, margin: np.ndar
     A joint reference at or below chance leaves nothing for the ratio to measure against: a near-zero or negative
     denominator turns the test set's noise into any number (+7.3 for the random run itself, 123 for iCaRL).
     """
-    gap = joint - _per_stage(random, joint.shape)
+    gap = joint - chance_matrix(random, joint.shape)
     limit = np.zeros_like(gap) if margin is None else margin
     with np.errstate(invalid="ignore"):
         undefined = ~(gap > limit) | np.isclose(gap, 0.0)
@@ -146,7 +153,7 @@ def forgetting_ratio_matrix(accuracy: np.ndarray, joint: np.ndarray, random: np.
     Returns:
         T x T matrix, NaN above the diagonal and where the ratio is undefined (`undefined_ratio_cells`).
     """
-    chance = _per_stage(random, accuracy.shape)
+    chance = chance_matrix(random, accuracy.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = (accuracy - chance) / (joint - chance) - 1.0
     ratio = np.where(undefined_ratio_cells(joint, random, margin), np.nan, ratio)

@@ -17,7 +17,7 @@ import numpy as np
 from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.metric_registry import METRICS, Metric
-from clbench.report.loading import DOMAIN, REFERENCES, TASK_AGNOSTIC, Results
+from clbench.report.loading import REFERENCES, Results
 
 CONFIDENCE = 0.95
 # What a run shares with each reference (besides the seed): `joint` is trained, so it must share the run's data,
@@ -237,7 +237,7 @@ def chance_per_stage(results: Results, run_id: str) -> bool:
     """True when the run's random reference is taken per stage (A_R^{u<=t}): the task-agnostic evaluation, where
     the chance level falls as classes are added; False for the paper's A_R^u (task-aware, and the domain scenario,
     whose one head guesses among the same classes at every stage). See `clbench.metrics.random_reference`."""
-    return results.evaluation == TASK_AGNOSTIC and results.info[run_id]["scenario"] != DOMAIN
+    return metrics.chance_varies_by_stage(results.evaluation, results.info[run_id]["scenario"])
 
 
 def undefined_ratio_notes(run_id: str, matrix: np.ndarray, joint: np.ndarray, random: np.ndarray,
@@ -252,7 +252,7 @@ def undefined_ratio_note(run_id: str, joint: np.ndarray, random: np.ndarray, mar
                          undefined: np.ndarray, shown: int = 3) -> str:
     """Why some of a run's rho^{<=t} read `–`: each cell (stage t, task u) whose joint reference does not clearly
     beat the random one, with both accuracies (the first `shown` cells, then how many more)."""
-    chance = np.broadcast_to(random[None, :], joint.shape) if random.ndim == 1 else random
+    chance = metrics.chance_matrix(random, joint.shape)
     cells = [(int(t), int(u)) for t, u in zip(*np.nonzero(undefined))]
     texts = [f"stage {t + 1} task {u + 1}: joint {joint[t, u]:.3f} against random {chance[t, u]:.3f}"
              for t, u in cells[:shown]]

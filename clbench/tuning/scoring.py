@@ -180,7 +180,7 @@ def _score_point(point: tuple[tuple[str, str], ...], run_ids: list[str], runs: p
     if "random" not in matched:
         return PointScore(point, rule.score(matrix, joint, None), run_id, found.config_hash)
     # A_R per stage in the task-agnostic evaluation, the paper's A_R^u otherwise (`clbench.metrics.random_reference`)
-    per_stage = run["evaluation"] == EVALUATIONS[1] and run.get("scenario") != "domain"
+    per_stage = metrics.chance_varies_by_stage(run["evaluation"], run.get("scenario"))
     random = metrics.random_reference(matched["random"], per_stage=per_stage)
     problem = _undefined_ratio(joint, random, runs[runs["run_id"] == run_id])
     if problem is not None:
@@ -201,7 +201,7 @@ def _undefined_ratio(joint: np.ndarray | None, random: np.ndarray, rows: pd.Data
     if not undefined.any():
         return None
     task = int(np.argmax(undefined))
-    chance = random[task] if random.ndim == 1 else random[-1, task]
+    chance = metrics.chance_matrix(random, joint.shape)[-1, task]
     return (f"the forgetting ratio is undefined after the last task: on task {task + 1} the joint reference "
             f"({joint[-1, task]:.3f}) does not beat the random one ({chance:.3f}) by more than "
             f"{metrics.REFERENCE_GAP_STANDARD_ERRORS:g} standard errors; choose by `--select accuracy`")
