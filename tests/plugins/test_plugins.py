@@ -278,8 +278,8 @@ def test_pip_installed_example_registers_through_its_entry_point(tmp_path: Path,
     assert ORIGINS["l2transfer"]["module"] == "clbench_l2transfer"
 
 
-def test_the_readme_plugin_loads_and_validates_its_hyperparameters(tmp_path: Path) -> None:
-    readme = (REPO / "README.md").read_text().split("## Benchmark your own method")[1]
+def test_the_documented_plugin_loads_and_validates_its_hyperparameters(tmp_path: Path) -> None:
+    readme = (REPO / "docs" / "plugins.md").read_text().split("## Benchmark your own method")[1]
     source = readme.split("```python\n")[1].split("```")[0]
     (tmp_path / "my_method.py").write_text(source)
     listed = runner.invoke(app, ["list", "-b", "mnist2", "--no-parameters", "-m",

@@ -1,0 +1,68 @@
+"""The documentation cannot drift from the code: the generated reference pages are what the code makes, every
+`clbench ...` command in the README and the site is accepted by the CLI, and the README stays a front page."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from documented_commands import REPO, Documented, documented_commands, problems
+
+
+def load_tool():
+    spec = importlib.util.spec_from_file_location("docs_reference", REPO / "tools" / "docs_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["docs_reference"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_generated_reference_pages_are_what_the_code_makes() -> None:
+    tool = load_tool()
+    for page, make in tool.PAGES.items():
+        written = (REPO / "docs" / "reference" / page).read_text()
+        assert written == make(), f"docs/reference/{page} is stale: run `python tools/docs_reference.py`"
+
+
+def test_every_documented_command_is_accepted_by_the_cli() -> None:
+    commands = documented_commands()
+    # the README's first command and the site's pages hold many: finding few means the extraction broke
+    assert len(commands) > 100
+    assert sum(not command.template for command in commands) > 60
+    wrong = {f"{command.where}: `{command.text}`": found for command in commands if (found := problems(command))}
+    assert not wrong, "\n".join(f"{where}: {found}" for where, found in wrong.items())
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("clbench train pmnist -m sgd --seeds 0 --sett training.lr=0.1", "unknown option --sett"),
+    ("clbench train pmnist -m sgd --seeds 0 --set training.lrr=0.1", "--set does not resolve"),
+    ("clbench train pmnist -m sgdd --seeds 0", "unknown method 'sgdd'"),
+    ("clbench train pmnistt -m sgd --seeds 0", "unknown benchmark 'pmnistt'"),
+    ("clbench trian pmnist", "unknown command 'trian'"),
+    ("clbench report pmnist --tabel", "unknown option --tabel"),
+    ("clbench fetch pmnistt", "neither a shipped benchmark nor a data set"),
+])
+def test_a_misspelled_command_is_caught(text: str, expected: str) -> None:
+    found = problems(Documented(text, "test"))
+    assert any(expected in problem for problem in found), found
+
+
+def test_a_correct_command_passes() -> None:
+    assert problems(Documented("clbench train pmnist -m sgd,hat --seeds 0-2 --set data.n_tasks=5 "
+                               "--set hat.c=2 --with-references", "test")) == []
+
+
+def test_commands_are_found_in_code_blocks_and_inline(tmp_path: Path) -> None:
+    from documented_commands import commands_in
+
+    page = tmp_path / "page.md"
+    page.write_text("Run `clbench list` first.\n\n```bash\nCLBENCH_X=1 .venv/bin/clbench fetch mnist2 && "
+                    "clbench train mnist2 \\\n  -m sgd --seeds 0  # a comment\n```\n")
+    assert [command.text for command in commands_in(page)] == [
+        "clbench fetch mnist2", "clbench train mnist2 -m sgd --seeds 0", "clbench list"]
+
+
+def test_the_readme_is_a_front_page() -> None:
+    assert len((REPO / "README.md").read_text().splitlines()) <= 250
