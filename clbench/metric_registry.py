@@ -54,6 +54,8 @@ class Metric:
         function: "module:function" -> (the inputs) -> the per-stage values, length T, NaN where undefined.
         definition: its formula at stage t, in one line (the README's metric table has the same text).
         source: the paper or code it comes from.
+        peers: how the peers' code computes it (or that it does not), each citing the file and commit it was read in;
+            the metrics reference renders it beside the definition.
         explain: "module:function" -> (run id, the inputs) -> notes on where the value is undefined; None: none.
         lists_references: the table lists the joint and random runs as rows without `--references` (where their
             own value is worth reading beside the approaches': their accuracy).
@@ -67,6 +69,7 @@ class Metric:
     function: str
     definition: str
     source: str
+    peers: str = ""
     explain: str | None = None
     lists_references: bool = False
 
@@ -119,31 +122,76 @@ def metric_help() -> str:
     return f"The per-stage metric of the table: {named}. The README's Report section defines each."
 
 
+MAMMOTH, FACIL, AVALANCHE = "aimagelab/mammoth", "mmasana/FACIL", "ContinualAI/avalanche"
+"""The peers whose code the `peers` texts cite (read at the commits they name)."""
+
 for _metric in (
     Metric("forgetting-ratio", "rho", RATIO, "forgetting ratio", ("learned", "joint", "random", "margin"),
            "clbench.metrics:forgetting_ratio",
            "1/t sum_{u<=t} [(A^{u<=t} - A_R) / (A_J^{u<=t} - A_R) - 1], A_J and A_R the matching joint and random "
            "runs (A_R^u, or A_R^{u<=t} task-agnostic; see above)", "Serra et al. 2018 (HAT)",
+           peers="the HAT authors' code (joansj/hat `src/plot_results.py`, 6fd0b9d): the same ratio per stage, A_J "
+                 "the joint run of the same seed, A_R^u the random run's diagonal entry A_R^{u<=u} (clbench takes "
+                 "the mean of the random run's column u, less noisy). CLArena (pengxiang-wang/continual-learning-"
+                 "arena `clarena/pipelines/cl_full_eval.py` `evaluate_and_save_fr_to_csv`, bf58528): after the "
+                 f"last task only, against one joint run on every task. {MAMMOTH}, {FACIL} and {AVALANCHE}: none.",
            explain="clbench.report.statistics:undefined_ratio_notes"),
     Metric("accuracy", "A", PERCENT, "mean accuracy", ("learned",), "clbench.metrics:average_accuracy",
-           "1/t sum_{u<=t} A^{u<=t}", "Lopez-Paz & Ranzato 2017 (GEM's ACC)", lists_references=True),
+           "1/t sum_{u<=t} A^{u<=t}", "Lopez-Paz & Ranzato 2017 (GEM's ACC)",
+           peers=f"{MAMMOTH} (`utils/loggers.py` `print_mean_accuracy`, e75a491) and {FACIL} (`src/utils.py` "
+                 "`print_summary`, \"Avg.\", e09d2c8): the same, the mean over the tasks learned so far (Mammoth's "
+                 f"class-IL and task-IL, FACIL's TAg and TAw). {AVALANCHE} (`avalanche/evaluation/metrics/"
+                 "accuracy.py` `StreamAccuracy`, 01d9bc8): the accuracy over all patterns of the evaluated stream "
+                 "pooled, so weighted by each experience's test size, and over every experience the stream holds "
+                 "(`TrainedExperienceAccuracy`: those trained on so far).",
+           lists_references=True),
     Metric("bwt", "BWT", PERCENT, "backward transfer", ("learned",), "clbench.metrics:backward_transfer_by_stage",
-           "1/(t-1) sum_{u<t} (A^{u<=t} - A^{u<=u}); negative means forgetting", "Lopez-Paz & Ranzato 2017 (GEM)"),
+           "1/(t-1) sum_{u<t} (A^{u<=t} - A^{u<=u}); negative means forgetting", "Lopez-Paz & Ranzato 2017 (GEM)",
+           peers=f"{MAMMOTH} (`utils/metrics.py` `backward_transfer`, e75a491): the same, after the last task only "
+                 f"(equal to clbench's on every matrix compared; see the reproductions ledger). {AVALANCHE} "
+                 "(`avalanche/evaluation/metrics/forgetting_bwt.py` `StreamBWT`, 07aef64): minus its "
+                 "`StreamForgetting`, the same terms averaged over the experiences trained on before. CLArena "
+                 "(`clarena/pipelines/cl_full_eval.py` `evaluate_and_save_bwt_to_csv`, bf58528): the same, per "
+                 f"stage. {FACIL}: none."),
     Metric("forgetting", "F", PERCENT, "forgetting", ("learned",), "clbench.metrics:forgetting_by_stage",
            "1/(t-1) sum_{u<t} [max_{u<=l<t} A^{u<=l} - A^{u<=t}]: the best earlier accuracy minus the current, over "
-           "the tasks before the last", "Chaudhry et al. 2018 (Riemannian Walk)"),
+           "the tasks before the last", "Chaudhry et al. 2018 (Riemannian Walk)",
+           peers=f"{FACIL} (`src/main_incremental.py`, e09d2c8): the same, `acc[:t, u].max(0) - acc[t, u]` per task, "
+                 f"TAw and TAg. {MAMMOTH}'s is `forgetting-mammoth`. {AVALANCHE} (`forgetting_bwt.py` "
+                 "`StreamForgetting`, 07aef64) takes no max: A^{u<=u} - A^{u<=t}, i.e. minus BWT. "
+                 "RaptorMai/online-continual-learning (`experiment/metrics.py`, 6175ca0): the max over every stage, "
+                 "the last included, averaged over every task; the table in `clbench/metrics.py` has each."),
     Metric("forgetting-mammoth", "F_M", PERCENT, "Mammoth's forgetting", ("stored",),
            "clbench.metrics:mammoth_forgetting_by_stage",
            "1/(t-1) sum_{u<t} [max_{u-1<=l<=t} A^{u<=l} - A^{u<=t}]: as forgetting, but the max also takes the "
            "current stage and, where stored, the accuracy just before the task is learned",
-           "Mammoth (utils/metrics.py, e75a491)"),
+           "Mammoth (utils/metrics.py, e75a491)",
+           peers=f"{MAMMOTH} (`utils/metrics.py` `forgetting`, e75a491): the max over every row of its results "
+                 "(padded with 0.0 above the diagonal), the last included, minus the last row, averaged over the "
+                 "tasks but the last, after the last task only; clbench gives it per stage, as if the run stopped "
+                 "there. A task whose accuracy rose counts 0 (clbench's `forgetting` counts it negative)."),
     Metric("intransigence", "I", PERCENT, "intransigence", ("learned", "joint"), "clbench.metrics:intransigence",
            "1/t sum_{k<=t} (A_J^{k<=k} - A^{k<=k}), A_J the matching `joint` run",
-           "Chaudhry et al. 2018 (Riemannian Walk)"),
+           "Chaudhry et al. 2018 (Riemannian Walk)",
+           peers=f"None of {MAMMOTH} (`utils/metrics.py`, e75a491), {FACIL} (`src/`, e09d2c8; \"intransigence\" "
+                 f"names only a trade-off argument there) or {AVALANCHE} (`avalanche/evaluation/metrics/`) computes "
+                 "it. Chaudhry et al. measure it against a model trained on every task's data together; clbench "
+                 "takes the matching `joint` run, the forgetting ratio's A_J."),
     Metric("learning-accuracy", "LA", PERCENT, "learning accuracy", ("learned",), "clbench.metrics:learning_accuracy",
-           "1/t sum_{k<=t} A^{k<=k}: the accuracy on each task right after learning it", "Riemer et al. 2019 (MER)"),
+           "1/t sum_{k<=t} A^{k<=k}: the accuracy on each task right after learning it", "Riemer et al. 2019 (MER)",
+           peers=f"None of {MAMMOTH}, {FACIL} or {AVALANCHE} reports it; its terms are the diagonal of Mammoth's "
+                 "and FACIL's accuracy matrices, and the initial value Avalanche's `StreamForgetting` keeps per "
+                 "experience (`forgetting_bwt.py`, 07aef64)."),
     Metric("fwt", "FWT", PERCENT, "forward transfer", ("full", "initial"), "clbench.metrics:forward_transfer_by_stage",
            "1/(t-1) sum_{1<u<=t} (A^{u<=u-1} - b_u): the accuracy on each task just before learning it, against "
-           "b_u, the accuracy of the network at initialisation (stage 0)", "Lopez-Paz & Ranzato 2017 (GEM)"),
+           "b_u, the accuracy of the network at initialisation (stage 0)", "Lopez-Paz & Ranzato 2017 (GEM)",
+           peers=f"{AVALANCHE} (`avalanche/evaluation/metrics/forward_transfer.py` `StreamForwardTransfer`, "
+                 "050ccd8): the same, b_u from an evaluation before any training (it needs `eval_every > -1`). "
+                 f"{MAMMOTH} (`utils/metrics.py` `forward_transfer` and `utils/training.py`, e75a491; only with "
+                 "`--enable_other_metrics`): `results[u-1][u] - random_results[u]`, both task u's accuracy just "
+                 "before u is learned (the first appended to the previous stage's row, the second, where it can be, "
+                 "before the method's `begin_task`), neither at initialisation. CLArena "
+                 "(`clarena/pipelines/cl_full_eval.py` `evaluate_and_save_fwt_to_csv`, bf58528): A^{u<=u} minus "
+                 f"the accuracy of an independently trained model on u, another quantity. {FACIL}: none."),
 ):
     register(_metric)

@@ -5,7 +5,7 @@
 
 Pages: `cli.md` (every command and option of the Typer app, with its help, choices and default), `approaches.md`
 (every built-in approach: its summary, class docstring and hyper-parameters from its dataclass's fields),
-`metrics.md` (every `report --metric` from `clbench.metric_registry`) and `benchmarks.md` (every shipped spec:
+`metrics.md` (every `report --metric` from `clbench.metric_registry`, with how the peers compute it) and `benchmarks.md` (every shipped spec:
 its description, the comment lines of its file, its data, network and protocol). `tests/docs/test_docs.py` checks
 that the written pages are what this script writes.
 """
@@ -109,9 +109,16 @@ def metrics_page() -> str:
              "| `--metric` | column | unit | needs | definition | source |", "|---|---|---|---|---|---|"]
     for metric in METRICS.values():
         default = " (default)" if metric.name == default_metric else ""
-        lines.append(f"| `{metric.name}`{default} | `{metric.symbol}<=t` | {metric.unit} | "
+        lines.append(f"| [`{metric.name}`](#{metric.name}){default} | `{metric.symbol}<=t` | {metric.unit} | "
                      f"{cell(', '.join(metric.inputs))} | {cell(metric.definition)} | {cell(metric.source)} |")
-    return "\n".join([*lines, ""])
+    lines += ["", "## How the peers compute each", "",
+              "What the code of the other continual-learning tools computes under the same name (each `Metric`'s "
+              "`peers`, read in the file and at the commit it names). A number from a peer is comparable with "
+              "clbench's only where the definitions agree.", ""]
+    for metric in METRICS.values():
+        lines += [f"### {metric.name}", "", f"`{metric.symbol}<=t` = {metric.definition} ({metric.source}).", "",
+                  metric.peers or "No peer's computation is recorded.", ""]
+    return "\n".join(lines)
 
 
 def benchmarks_page() -> str:

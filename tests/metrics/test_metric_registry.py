@@ -39,6 +39,13 @@ def test_every_metric_resolves_and_declares_what_it_shows(name: str) -> None:
     assert metric.explain is None or callable(resolve(metric.explain))
 
 
+@pytest.mark.parametrize("name", list(METRICS))
+def test_every_built_in_metric_says_how_the_peers_compute_it(name: str) -> None:
+    # each peer named is cited by a file in backquotes and the commit it was read at (7 hex digits)
+    peers = METRICS[name].peers
+    assert re.search(r"`[\w/.-]+\.py`", peers) and re.search(r"\b[0-9a-f]{7}\b", peers), peers
+
+
 def test_a_metric_named_twice_or_with_an_unknown_input_is_refused() -> None:
     with pytest.raises(ValueError, match="registered already"):
         register(METRICS["accuracy"])
