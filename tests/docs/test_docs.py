@@ -66,3 +66,19 @@ def test_commands_are_found_in_code_blocks_and_inline(tmp_path: Path) -> None:
 
 def test_the_readme_is_a_front_page() -> None:
     assert len((REPO / "README.md").read_text().splitlines()) <= 250
+
+
+def test_the_reproductions_ledger_refuses_an_unknown_verdict_and_a_repeated_row(tmp_path: Path) -> None:
+    tool = load_tool()
+    row = ("  - {id: %s, setting: s, clbench: '1', tolerance: t, within: '%s', commands: ['clbench list'], "
+           "page: index.md}\n")
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text("entries:\n" + row % ("a", "yes") + row % ("b", "close enough") + "not_compared: []\n")
+    with pytest.raises(ValueError, match="'b': within must be one of"):
+        tool.reproductions_page(ledger)
+    ledger.write_text("entries:\n" + row % ("a", "yes") + row % ("a", "no") + "not_compared: []\n")
+    with pytest.raises(ValueError, match="'a' is there twice"):
+        tool.reproductions_page(ledger)
+    ledger.write_text("entries:\n" + row % ("a", "yes") + row % ("b", "no") + "not_compared: []\n")
+    page = tool.reproductions_page(ledger)
+    assert "2 comparisons; within tolerance: yes 1, no 1." in page and '<a id="b"></a>' in page
