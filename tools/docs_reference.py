@@ -67,12 +67,22 @@ def approaches_page() -> str:
     from clbench.approaches.registry import REGISTRY
 
     lines = ["# Approaches reference", "", GENERATED, "",
-             "Every built-in approach: what it does, its hyper-parameters with their defaults and sources (the "
-             "fields of its dataclass; a shipped spec states only the values that differ), and the module it is "
-             "written in. `clbench spec BENCHMARK` prints the values a benchmark resolves.", ""]
+             "Every built-in approach: what it does and where clbench departs from its paper and from the authors' "
+             "code (its module's docstring), the authors' source files (its class's docstring), its "
+             "hyper-parameters with their defaults and sources (the fields of its dataclass; a shipped spec states "
+             "only the values that differ), and the module it is written in. `clbench spec BENCHMARK` prints the "
+             "values a benchmark resolves.", ""]
+    described: dict[str, str] = {}
     for name in BUILTINS:
         cls = REGISTRY[name]
         lines += [f"## {name}", "", f"{cell(cls.summary)} (`{cls.__module__}.{cls.__name__}`)", ""]
+        module_doc = inspect.getdoc(sys.modules[cls.__module__]) or ""
+        if cls.__module__ in described:
+            lines += [f"Its module is described under [{described[cls.__module__]}](#{described[cls.__module__]}).",
+                      ""]
+        elif module_doc:
+            described[cls.__module__] = name
+            lines += [module_doc, ""]
         doc = inspect.getdoc(cls) or ""
         if doc:
             lines += [doc, ""]

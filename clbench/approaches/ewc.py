@@ -48,7 +48,10 @@ class EWCHyperparameters(Hyperparameters):
 
 
 class EWC(Approach):
-    """Quadratic penalty towards the previous weights, weighted by the merged diagonal Fisher."""
+    """Quadratic penalty towards the previous weights, weighted by the merged diagonal Fisher.
+
+    The HAT authors' code for this baseline of the paper: joansj/hat@6fd0b9d `src/approaches/ewc.py`.
+    """
 
     name = "ewc"
     summary = "elastic weight consolidation (Kirkpatrick et al. 2017)"

@@ -102,7 +102,10 @@ class IMM(Approach):
 
 
 class IMMMean(IMM):
-    """Mean-IMM: the body becomes the uniform average of the bodies trained on each task so far."""
+    """Mean-IMM: the body becomes the uniform average of the bodies trained on each task so far.
+
+    The HAT authors' code for this baseline of the paper: joansj/hat@6fd0b9d `src/approaches/imm_mean.py`.
+    """
 
     name = "imm-mean"
     summary = "incremental moment matching, mean merge with L2-transfer (Lee et al. 2017)"
@@ -121,6 +124,8 @@ class IMMMode(IMM):
     Unlike the reference, whose merge loop rebinds a local variable and so never changes the network,
     clbench really writes the merged weights into the network. Each task's Fisher is estimated from the
     cross-entropy alone (the reference's loss also held the L2-transfer term).
+
+    The HAT authors' code for this baseline of the paper: joansj/hat@6fd0b9d `src/approaches/imm_mode.py`.
     """
 
     name = "imm-mode"

@@ -16,7 +16,10 @@ from clbench.data.tasks import Batch, LabelledData, TaskSequence
 
 
 class Joint(Approach):
-    """Multitask reference: retrains from the initial weights on all tasks seen so far."""
+    """Multitask reference: retrains from the initial weights on all tasks seen so far.
+
+    The HAT authors' code for this reference: joansj/hat@6fd0b9d `src/approaches/joint.py`.
+    """
 
     name = "joint"
     summary = "multitask reference A_J: tasks 1..t trained together from scratch at each stage"

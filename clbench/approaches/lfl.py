@@ -65,7 +65,11 @@ class LFLHyperparameters(Hyperparameters):
 
 
 class LFL(ApproachWithPreviousModel):
-    """Cross-entropy on the new task plus an L2 pull of the penultimate activations towards the previous model."""
+    """Cross-entropy on the new task plus an L2 pull of the penultimate activations towards the previous model.
+
+    The HAT authors' code for this baseline of the paper: joansj/hat@6fd0b9d `src/approaches/lfl.py`,
+    `src/networks/alexnet_lfl.py`.
+    """
 
     name = "lfl"
     summary = "less-forgetting learning (Jung et al. 2016)"

@@ -38,7 +38,10 @@ class LwFHyperparameters(Hyperparameters):
 
 
 class LwF(ApproachWithPreviousModel):
-    """Cross-entropy on the new task plus distillation of every earlier head towards the previous model."""
+    """Cross-entropy on the new task plus distillation of every earlier head towards the previous model.
+
+    The HAT authors' code for this baseline of the paper: joansj/hat@6fd0b9d `src/approaches/lwf.py`.
+    """
 
     name = "lwf"
     summary = "learning without forgetting (Li & Hoiem 2017)"

@@ -48,7 +48,10 @@ def stratified_guesses(frequencies: torch.Tensor, n: int, generator: torch.Gener
 
 
 class RandomClassifier(Approach):
-    """Predicts each test sample's label at random with the training set's class frequencies."""
+    """Predicts each test sample's label at random with the training set's class frequencies.
+
+    The HAT authors' code for this reference: joansj/hat@6fd0b9d `src/approaches/random.py`.
+    """
 
     name = "random"
     summary = "stratified random classifier: the reference A_R"

@@ -15,7 +15,10 @@ from clbench.approaches.base import Approach
 
 
 class SGDFrozen(Approach):
-    """Train the whole network on task 1; afterwards only the new heads learn (the body is a fixed extractor)."""
+    """Train the whole network on task 1; afterwards only the new heads learn (the body is a fixed extractor).
+
+    The HAT authors' code for this baseline of the paper: joansj/hat@6fd0b9d `src/approaches/sgd_frozen.py`.
+    """
 
     name = "sgd-f"
     summary = "SGD with everything but the heads frozen after task 1"

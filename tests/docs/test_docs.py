@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -82,3 +83,14 @@ def test_the_reproductions_ledger_refuses_an_unknown_verdict_and_a_repeated_row(
     ledger.write_text("entries:\n" + row % ("a", "yes") + row % ("b", "no") + "not_compared: []\n")
     page = tool.reproductions_page(ledger)
     assert "2 comparisons; within tolerance: yes 1, no 1." in page and '<a id="b"></a>' in page
+
+
+def test_every_built_in_approach_names_the_authors_code() -> None:
+    # the approaches reference renders each class docstring: it names the authors' source files (or, for the HAT
+    # paper's baselines and references, the HAT authors' code for them), each in backquotes
+    from clbench.approaches import BUILTINS
+    from clbench.approaches.registry import REGISTRY
+
+    missing = [name for name in BUILTINS if not re.search(r"authors' code[^`]*`[\w./-]+\.(py|ipynb)`",
+                                                            REGISTRY[name].__doc__ or "")]
+    assert not missing, f"class docstrings without the authors' code: {missing}"

@@ -74,7 +74,11 @@ class HatHyperparameters(Hyperparameters):
 
 
 class Hat(Approach):
-    """Hard attention to the task: learned per-task unit masks that condition later tasks' gradients."""
+    """Hard attention to the task: learned per-task unit masks that condition later tasks' gradients.
+
+    The authors' code: joansj/hat@6fd0b9d `src/approaches/hat.py`, `src/networks/mlp_hat.py`,
+    `src/networks/alexnet_hat.py`.
+    """
 
     name = "hat"
     monitoring_reporter = "clbench.approaches.hat.report:HatReporter"

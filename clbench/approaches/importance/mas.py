@@ -31,7 +31,12 @@ class MASHyperparameters(Hyperparameters):
 
 
 class MAS(ImportancePenalty):
-    """Quadratic penalty towards the previous weights, weighted by the output's sensitivity to each parameter."""
+    """Quadratic penalty towards the previous weights, weighted by the output's sensitivity to each parameter.
+
+    The authors' code: rahafaljundi/MAS-Memory-Aware-Synapses `MAS_to_be_published/MAS_utils/MAS_based_Training.py`
+    and `MAS_to_be_published/Demo.ipynb`, which estimate the importance per batch rather than per sample
+    (`tools/mas_batch_importance.py` measures the difference).
+    """
 
     name = "mas"
     summary = "memory aware synapses (Aljundi et al. 2018)"

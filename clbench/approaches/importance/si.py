@@ -50,7 +50,11 @@ class SIHyperparameters(Hyperparameters):
 
 
 class SI(ImportancePenalty):
-    """Quadratic penalty towards the previous weights, weighted by each parameter's path-integral importance."""
+    """Quadratic penalty towards the previous weights, weighted by each parameter's path-integral importance.
+
+    The authors' code: ganguli-lab/pathint `pathint/protocols.py` (the importance and its update), with the
+    notebooks of each figure (`fig_permuted_mnist`, `fig_split_mnist`, `fig_transfer_cifar`) for xi and c.
+    """
 
     name = "si"
     summary = "synaptic intelligence (Zenke et al. 2017)"

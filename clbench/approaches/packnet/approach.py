@@ -61,7 +61,12 @@ def layer_name(parameter_name: str) -> str:
 
 
 class PackNet(Approach):
-    """Per-task weight subsets by magnitude pruning; earlier tasks' weights frozen and masked out for them."""
+    """Per-task weight subsets by magnitude pruning; earlier tasks' weights frozen and masked out for them.
+
+    The authors' code: arunmallya/packnet `src/prune.py` (`SparsePruner`: per layer, the given fraction of the current
+    task's weights with the smallest magnitude pruned; earlier tasks' weights get no gradient; biases trained only
+    where `train_bias` says) and `src/main.py`.
+    """
 
     name = "packnet"
     summary = "iterative pruning, one weight subset per task (Mallya & Lazebnik 2018)"

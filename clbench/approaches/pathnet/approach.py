@@ -129,7 +129,11 @@ class Tournament:
 
 
 class PathNetApproach(Approach):
-    """Evolve a path per task over shared modules; modules on earlier tasks' paths are frozen."""
+    """Evolve a path per task over shared modules; modules on earlier tasks' paths are frozen.
+
+    The HAT authors' code for this baseline of the paper: joansj/hat@6fd0b9d `src/approaches/pathnet.py`,
+    `src/networks/alexnet_pathnet.py`.
+    """
 
     name = "pathnet"
     summary = "PathNet: evolved paths through M modules per layer, earlier paths frozen (Fernando et al. 2017)"

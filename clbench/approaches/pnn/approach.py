@@ -55,7 +55,11 @@ def progressive_widths(spec: NetworkSpec, input_shape: Sequence[int], head_sizes
 
 
 class ProgressiveNetworks(Approach):
-    """One column per task; a column is trained on its task only and frozen afterwards."""
+    """One column per task; a column is trained on its task only and frozen afterwards.
+
+    The HAT authors' code for this baseline of the paper: joansj/hat@6fd0b9d `src/approaches/progressive.py`,
+    `src/networks/alexnet_progressive.py`.
+    """
 
     name = "pnn"
     summary = "progressive networks: a new column per task with lateral adapters, older columns frozen"

@@ -25,7 +25,11 @@ from clbench.data.tasks import TaskSequence
 
 
 class AGEM(ReplayApproach):
-    """The step's gradient, projected so that the memory's loss does not increase (to first order)."""
+    """The step's gradient, projected so that the memory's loss does not increase (to first order).
+
+    The authors' code: facebookresearch/agem@4542149 `model/model.py`; Mammoth's (aimagelab/mammoth@e75a491):
+    `models/agem.py`.
+    """
 
     name = "agem"
     summary = "averaged gradient episodic memory (Chaudhry et al. 2019)"

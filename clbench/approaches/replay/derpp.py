@@ -41,7 +41,10 @@ class DERPPHyperparameters(ReplayHyperparameters):
 
 
 class DERPlusPlus(ReplayApproach):
-    """Cross-entropy, plus matching stored logits and replayed labels; the batch stored with its logits."""
+    """Cross-entropy, plus matching stored logits and replayed labels; the batch stored with its logits.
+
+    The authors' code: aimagelab/mammoth@e75a491 `models/derpp.py` (Mammoth is the DER authors' library).
+    """
 
     name = "derpp"
     summary = "dark experience replay++ (Buzzega et al. 2020)"

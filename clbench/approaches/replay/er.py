@@ -24,7 +24,11 @@ from clbench.data.tasks import Batch
 
 
 class ExperienceReplay(ReplayApproach):
-    """The current batch and a batch from the memory in one cross-entropy; the batch stored after the step."""
+    """The current batch and a batch from the memory in one cross-entropy; the batch stored after the step.
+
+    The authors' code: facebookresearch/agem@4542149 `model/model.py` (Chaudhry et al.'s); Mammoth's
+    (aimagelab/mammoth@e75a491): `models/er.py`.
+    """
 
     name = "er"
     summary = "experience replay with a reservoir memory (Chaudhry et al. 2019)"

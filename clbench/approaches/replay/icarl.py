@@ -76,7 +76,11 @@ class ICaRLHyperparameters(ReplayHyperparameters):
 
 
 class ICaRL(ReplayApproach):
-    """Exemplars by herding, distillation of earlier classes, nearest-mean-of-exemplars prediction."""
+    """Exemplars by herding, distillation of earlier classes, nearest-mean-of-exemplars prediction.
+
+    The authors' code: srebuffi/iCaRL `iCaRL-TheanoLasagne/main_cifar_100_theano.py`; the peers' versions: Mammoth
+    (aimagelab/mammoth@e75a491) `models/icarl.py`, FACIL (mmasana/FACIL@e09d2c8) `src/approach/icarl.py`.
+    """
 
     name = "icarl"
     summary = "incremental classifier and representation learning (Rebuffi et al. 2017)"
