@@ -144,7 +144,8 @@ def _value_problems(name: str, positional: list[str], values: dict[str, list[str
                 continue
             if method and method not in REGISTRY and ":" not in method and not PLACEHOLDER.match(method):
                 found.append(f"unknown method {method!r}")
-    sets = [value for value in values.get("--set", []) if value]
+    # a value in capitals (`data.n_tasks=N`) is a placeholder: that option is not resolved
+    sets = [value for value in values.get("--set", []) if value and not PLACEHOLDER.match(value.partition("=")[2])]
     checkable = benchmark is None or benchmark in shipped
     if sets and checkable and not any(PLACEHOLDER.match(value.split("=")[0]) for value in sets):
         try:

@@ -53,6 +53,7 @@ def test_a_misspelled_command_is_caught(text: str, expected: str) -> None:
 def test_a_correct_command_passes() -> None:
     assert problems(Documented("clbench train pmnist -m sgd,hat --seeds 0-2 --set data.n_tasks=5 "
                                "--set hat.c=2 --with-references", "test")) == []
+    assert problems(Documented("clbench train pmnist -m sgd --seeds 0 --set data.n_tasks=N", "test")) == []
 
 
 def test_commands_are_found_in_code_blocks_and_inline(tmp_path: Path) -> None:
