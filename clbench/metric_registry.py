@@ -129,8 +129,8 @@ for _metric in (
     Metric("forgetting-ratio", "rho", RATIO, "forgetting ratio", ("learned", "joint", "random", "margin"),
            "clbench.metrics:forgetting_ratio",
            "1/t sum_{u<=t} [(A^{u<=t} - A_R) / (A_J^{u<=t} - A_R) - 1], A_J and A_R the matching joint and random "
-           "runs (A_R^u, or A_R^{u<=t} task-agnostic; see above)", "Serra et al. 2018 (HAT)",
-           peers="the HAT authors' code (joansj/hat `src/plot_results.py`, 6fd0b9d): the same ratio per stage, A_J "
+           "runs (A_R^u, or A_R^{u<=t} task-agnostic: the Reports page)", "Serra et al. 2018 (HAT)",
+           peers="The HAT authors' code (joansj/hat `src/plot_results.py`, 6fd0b9d): the same ratio per stage, A_J "
                  "the joint run of the same seed, A_R^u the random run's diagonal entry A_R^{u<=u} (clbench takes "
                  "the mean of the random run's column u, less noisy). CLArena (pengxiang-wang/continual-learning-"
                  "arena `clarena/pipelines/cl_full_eval.py` `evaluate_and_save_fr_to_csv`, bf58528): after the "
