@@ -57,6 +57,7 @@ class Metric:
         explain: "module:function" -> (run id, the inputs) -> notes on where the value is undefined; None: none.
         lists_references: the table lists the joint and random runs as rows without `--references` (where their
             own value is worth reading beside the approaches': their accuracy).
+        higher_is_better: which way is better; `report --compare` ranks approaches by it (rank 1: the best).
     """
 
     name: str
@@ -69,6 +70,7 @@ class Metric:
     source: str
     explain: str | None = None
     lists_references: bool = False
+    higher_is_better: bool = True
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.inputs if name not in INPUTS]
@@ -131,15 +133,15 @@ for _metric in (
            "1/(t-1) sum_{u<t} (A^{u<=t} - A^{u<=u}); negative means forgetting", "Lopez-Paz & Ranzato 2017 (GEM)"),
     Metric("forgetting", "F", PERCENT, "forgetting", ("learned",), "clbench.metrics:forgetting_by_stage",
            "1/(t-1) sum_{u<t} [max_{u<=l<t} A^{u<=l} - A^{u<=t}]: the best earlier accuracy minus the current, over "
-           "the tasks before the last", "Chaudhry et al. 2018 (Riemannian Walk)"),
+           "the tasks before the last", "Chaudhry et al. 2018 (Riemannian Walk)", higher_is_better=False),
     Metric("forgetting-mammoth", "F_M", PERCENT, "Mammoth's forgetting", ("stored",),
            "clbench.metrics:mammoth_forgetting_by_stage",
            "1/(t-1) sum_{u<t} [max_{u-1<=l<=t} A^{u<=l} - A^{u<=t}]: as forgetting, but the max also takes the "
            "current stage and, where stored, the accuracy just before the task is learned",
-           "Mammoth (utils/metrics.py, e75a491)"),
+           "Mammoth (utils/metrics.py, e75a491)", higher_is_better=False),
     Metric("intransigence", "I", PERCENT, "intransigence", ("learned", "joint"), "clbench.metrics:intransigence",
            "1/t sum_{k<=t} (A_J^{k<=k} - A^{k<=k}), A_J the matching `joint` run",
-           "Chaudhry et al. 2018 (Riemannian Walk)"),
+           "Chaudhry et al. 2018 (Riemannian Walk)", higher_is_better=False),
     Metric("learning-accuracy", "LA", PERCENT, "learning accuracy", ("learned",), "clbench.metrics:learning_accuracy",
            "1/t sum_{k<=t} A^{k<=k}: the accuracy on each task right after learning it", "Riemer et al. 2019 (MER)"),
     Metric("fwt", "FWT", PERCENT, "forward transfer", ("full", "initial"), "clbench.metrics:forward_transfer_by_stage",
