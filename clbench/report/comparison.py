@@ -87,8 +87,8 @@ def resolve_approaches(results: Results, names: Sequence[str]) -> list[str]:
         found = [name] if name in labels else sorted(label for label, method in labels.items() if method == name)
         if not found:
             raise ResultsError(f"--compare: no finished runs of {name} on {results.benchmark} in "
-                               f"{results.results_dir}; make them with `clbench train {results.command_name} -m {name} --seeds 0-2 "
-                               f"--results {results.results_dir}`")
+                               f"{results.results_dir}; make them with `clbench train {results.command_name} -m "
+                               f"{name} --seeds 0-2 --results {results.results_dir}`")
         if len(found) > 1:
             raise ResultsError(f"--compare: {name} has several configs on {results.benchmark}; name one of "
                                + ", ".join(repr(label) for label in found))
