@@ -158,14 +158,15 @@ def compare_pair(metric: str, first: str, second: str, a: dict[int, float], b: d
 
 
 def _untested_notes(comparison: Comparison) -> list[str]:
-    """Why a row has no test: one note per metric and approach with fewer than 2 final values."""
-    notes = []
+    """Why a row has no test: one note per group of approaches with fewer than 2 final values, naming the metrics."""
+    untested: dict[tuple[str, ...], list[str]] = {}
     for metric, finals in comparison.finals.items():
-        short = [label for label, values in finals.items() if len(values) < MIN_SEEDS]
+        short = tuple(label for label, values in finals.items() if len(values) < MIN_SEEDS)
         if short and any(not row.test for row in comparison.rows if row.metric == metric):
-            notes.append(f"{metric}: no test for {', '.join(short)}: fewer than {MIN_SEEDS} runs with a final value "
-                         f"(see the notes above on the runs left out)")
-    return notes
+            untested.setdefault(short, []).append(metric)
+    return [f"no test for {', '.join(short)} in "
+            f"{'any metric' if len(names) == len(METRICS) else ', '.join(names)}: fewer than {MIN_SEEDS} runs with a "
+            f"final value (the notes above say why runs were left out)" for short, names in untested.items()]
 
 
 # ---------------------------------------------------------------------------------------------- rendering
