@@ -61,7 +61,7 @@ def build_page(results_dir: Path, benchmarks: Sequence[tuple[str, str | None]], 
     comparisons: list[Comparison] = []
     with tempfile.TemporaryDirectory(prefix="clbench-html-") as scratch:
         parts = [(name, benchmark_sections(results_dir, name, options, Path(scratch, str(index)), spec_argument,
-                                           comparisons))
+                                           comparisons, alone=len(benchmarks) == 1))
                  for index, (name, spec_argument) in enumerate(benchmarks)]
         if options.compare and len(benchmarks) > 1 and comparisons:
             parts.append((ACROSS, [ranking_section(comparisons, Path(scratch, ACROSS))]))

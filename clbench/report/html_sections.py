@@ -54,10 +54,12 @@ class PageSection:
 
 
 def benchmark_sections(results_dir: Path, benchmark: str, options: PageOptions, scratch: Path,
-                       spec_argument: str | None = None,
-                       comparisons: list[Comparison] | None = None) -> list[PageSection]:
+                       spec_argument: str | None = None, comparisons: list[Comparison] | None = None,
+                       alone: bool = True) -> list[PageSection]:
     """Every section of one benchmark, figures drawn into `scratch` (a folder the caller deletes); with
-    `options.compare`, the benchmark's comparison also goes to `comparisons` (for the ranks across benchmarks)."""
+    `options.compare`, the benchmark's comparison also goes to `comparisons` (for the ranks across benchmarks).
+    `alone`: the page's only benchmark, where approaches that cannot be compared are refused (ResultsError), as
+    `report --compare` refuses them; beside other benchmarks the section says why instead."""
     chosen = load_results(results_dir, benchmark, options.seeds, spec_argument=spec_argument,
                           evaluation=options.evaluation, split=options.split)
     loaded = {evaluation: with_evaluation(chosen, evaluation) for evaluation in EVALUATIONS}  # files read once
@@ -69,7 +71,7 @@ def benchmark_sections(results_dir: Path, benchmark: str, options: PageOptions, 
         PageSection("training time", "time", _tables_block("time", render_tables(
             [time_table(build_time_report(chosen), options.ci)], "html"))),
         *[section for method in _methods(chosen) if (section := _monitoring_section(chosen, method, scratch))],
-        *([_comparison_section(chosen, options.compare, comparisons)] if options.compare else []),
+        *([_comparison_section(chosen, options.compare, comparisons, alone)] if options.compare else []),
         _provenance_section(chosen),
     ]
     return [PageSection(section.title, f"{benchmark}-{section.anchor}", section.body) for section in sections]
@@ -111,13 +113,15 @@ def _summary_section(loaded: dict[str, Results], options: PageOptions) -> PageSe
     return PageSection("summary and memory (after the last task)", "summary", "".join(blocks))
 
 
-def _comparison_section(results: Results, names: Sequence[str],
-                        comparisons: list[Comparison] | None) -> PageSection:
+def _comparison_section(results: Results, names: Sequence[str], comparisons: list[Comparison] | None,
+                        alone: bool) -> PageSection:
     """`--compare`'s table (`clbench.report.comparison`); the reason instead where the approaches cannot be
-    compared on this benchmark."""
+    compared on this benchmark (raised when it is the page's only one)."""
     try:
         comparison = build_comparison(results, names)
     except ResultsError as error:
+        if alone:
+            raise
         body = f"<p class=\"error\">{html.escape(str(error))}</p>\n"
     else:
         body = _tables_block("compare", render_tables([comparison_table(comparison)], "html"))

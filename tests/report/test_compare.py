@@ -218,3 +218,11 @@ def test_the_verdict_follows_the_corrected_p() -> None:
     assert PairRow(**{**row.__dict__, "holm_p": 0.04}).verdict == "a > b"
     assert PairRow(**{**row.__dict__, "holm_p": 0.04, "difference": -0.02}).verdict == "a < b"
     assert PairRow("accuracy", "a", "b", "", "0 / 0").verdict == "–"
+
+
+def test_html_refuses_what_the_tables_refuse(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    code, text = invoke("b", "--results", str(make_results(tmp_path / "r")), "--compare", "sgd,nope", "--html",
+                        str(page))
+    assert code == 2 and "no finished runs of nope on b" in " ".join(text.split())
+    assert not page.exists()

@@ -165,3 +165,12 @@ def test_minimum_benchmarks_is_where_the_largest_rank_gap_can_beat_cd() -> None:
         assert k - 1 > sig.nemenyi_critical_difference(k, needed)
         assert k - 1 <= sig.nemenyi_critical_difference(k, needed - 1) if needed > 1 else True
     assert (sig.minimum_benchmarks(2), sig.minimum_benchmarks(6)) == (4, 3)
+
+
+def test_the_report_needs_no_scipy() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; import clbench.report.comparison, clbench.report.ranking, clbench.report.html_sections; "
+            "sys.exit('scipy' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
