@@ -139,9 +139,10 @@ def plot_critical_difference(ranks: MetricRanks, approaches: Sequence[str], dire
     k = len(approaches)
     average = ranks.test.ranks
     order = np.argsort(average, kind="stable")
-    figure, axes = figure_and_axes(7.0, 1.6 + 0.3 * k)
+    half = (k + 1) // 2  # the better half is labelled on the left, the rest on the right
+    figure, axes = figure_and_axes(7.0, 1.2 + 0.25 * half)
     axes.set_xlim(0.5, k + 0.5)
-    axes.set_ylim(-(k + 1.5) / 2 - 0.6, 1.6)
+    axes.set_ylim(-0.5 * half - 0.3, 1.6)
     axes.axis("off")
     axes.plot([1, k], [0, 0], color="black", linewidth=1)
     for tick in range(1, k + 1):
@@ -150,7 +151,6 @@ def plot_critical_difference(ranks: MetricRanks, approaches: Sequence[str], dire
     cd = ranks.critical_difference
     axes.plot([1, 1 + cd], [1.2, 1.2], color="black", linewidth=2)
     axes.text(1 + cd / 2, 1.3, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=8)
-    half = (k + 1) // 2
     for position, index in enumerate(order):
         left = position < half
         depth = -0.5 - 0.5 * (position if left else k - 1 - position)
