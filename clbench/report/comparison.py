@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 
 import pandas as pd
@@ -136,7 +136,7 @@ def build_comparison(results: Results, names: Sequence[str]) -> Comparison:
         rows = [compare_pair(metric, first, second, finals[first], finals[second])
                 for first, second in combinations(labels, 2)]
         adjusted = holm([row.p_value for row in rows])
-        comparison.rows += [PairRow(**{**row.__dict__, "holm_p": p}) for row, p in zip(rows, adjusted)]
+        comparison.rows += [replace(row, holm_p=p) for row, p in zip(rows, adjusted)]
     comparison.notes = list(dict.fromkeys(notes)) + _untested_notes(comparison)
     return comparison
 
