@@ -25,10 +25,10 @@ cell is written), `render` (markdown / LaTeX / HTML / CSV), `monitoring` (approa
 (`Table` and number formats), `figures` (matplotlib, `--plot`), `heatmaps` (accuracy-matrix heat maps), `html_page`
 and `html_sections` (the one-page HTML report, `--html`), `paper_results` (the paper's published numbers,
 `--paper`), `comparison`, `ranking` and `significance` (`--compare`: paired tests across seeds, ranks across
-benchmarks, and the statistics as pure functions) and `sections` (how `clbench report` joins its tables). Code imports a name from the module that
-defines it. This package exports only what a monitoring reporter imports (a plugin's too, without torch; the same
-objects as `clbench.api`'s): `MonitoringReporter`, `Results`, `Table`, `format_seeds`, `plain`,
-`read_parquet_files` and `run_values`.
+benchmarks, and the statistics as pure functions) and `sections` (how `clbench report` joins its tables). Code
+imports a name from the module that defines it. This package exports only what a monitoring reporter imports (a
+plugin's too, without torch; the same objects as `clbench.api`'s): `MonitoringReporter`, `Results`, `Table`,
+`format_seeds`, `plain`, `read_parquet_files` and `run_values`.
 """
 
 from __future__ import annotations
