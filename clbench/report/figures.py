@@ -19,6 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from clbench.metric_registry import METRICS
+from clbench.report.comparison import format_p
 from clbench.report.ranking import MetricRanks, Ranking
 from clbench.report.statistics import Cell
 from clbench.report.tables import Report
@@ -160,9 +161,9 @@ def plot_critical_difference(ranks: MetricRanks, approaches: Sequence[str], dire
                   ha="right" if left else "left", va="center", fontsize=8)
     for row, (low, high) in enumerate(_cliques(sorted(average), cd)):
         axes.plot([low - 0.03, high + 0.03], [-0.2 - 0.12 * row] * 2, color="#d62728", linewidth=3)
-    p_value = ranks.test.f_p
-    axes.set_title(f"{ranks.metric}: average ranks over {len(ranks.benchmarks)} benchmarks (Iman-Davenport p = "
-                   f"{p_value:.3g}, Nemenyi 5%)", fontsize=9)
+    p_value = format_p(ranks.test.f_p)
+    axes.set_title(f"{ranks.metric}: average ranks over {len(ranks.benchmarks)} benchmarks (Iman-Davenport p "
+                   f"{'< ' + p_value[1:] if p_value.startswith('<') else '= ' + p_value}, Nemenyi 5%)", fontsize=9)
     return save(figure, directory, f"compare-{ranks.metric}-cd")
 
 
