@@ -59,6 +59,7 @@ class Metric:
         explain: "module:function" -> (run id, the inputs) -> notes on where the value is undefined; None: none.
         lists_references: the table lists the joint and random runs as rows without `--references` (where their
             own value is worth reading beside the approaches': their accuracy).
+        higher_is_better: which way is better; `report --compare` ranks approaches by it (rank 1: the best).
     """
 
     name: str
@@ -72,6 +73,7 @@ class Metric:
     peers: str = ""
     explain: str | None = None
     lists_references: bool = False
+    higher_is_better: bool = True
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.inputs if name not in INPUTS]
@@ -160,7 +162,8 @@ for _metric in (
                  f"TAw and TAg. {MAMMOTH}'s is `forgetting-mammoth`. {AVALANCHE} (`forgetting_bwt.py` "
                  "`StreamForgetting`, 07aef64) takes no max: A^{u<=u} - A^{u<=t}, i.e. minus BWT. "
                  "RaptorMai/online-continual-learning (`experiment/metrics.py`, 6175ca0): the max over every stage, "
-                 "the last included, averaged over every task; the table in `clbench/metrics.py` has each."),
+                 "the last included, averaged over every task; the table in `clbench/metrics.py` has each.",
+           higher_is_better=False),
     Metric("forgetting-mammoth", "F_M", PERCENT, "Mammoth's forgetting", ("stored",),
            "clbench.metrics:mammoth_forgetting_by_stage",
            "1/(t-1) sum_{u<t} [max_{u-1<=l<=t} A^{u<=l} - A^{u<=t}]: as forgetting, but the max also takes the "
@@ -169,14 +172,15 @@ for _metric in (
            peers=f"{MAMMOTH} (`utils/metrics.py` `forgetting`, e75a491): the max over every row of its results "
                  "(padded with 0.0 above the diagonal), the last included, minus the last row, averaged over the "
                  "tasks but the last, after the last task only; clbench gives it per stage, as if the run stopped "
-                 "there. A task whose accuracy rose counts 0 (clbench's `forgetting` counts it negative)."),
+                 "there. A task whose accuracy rose counts 0 (clbench's `forgetting` counts it negative).",
+           higher_is_better=False),
     Metric("intransigence", "I", PERCENT, "intransigence", ("learned", "joint"), "clbench.metrics:intransigence",
            "1/t sum_{k<=t} (A_J^{k<=k} - A^{k<=k}), A_J the matching `joint` run",
            "Chaudhry et al. 2018 (Riemannian Walk)",
            peers=f"None of {MAMMOTH} (`utils/metrics.py`, e75a491), {FACIL} (`src/`, e09d2c8; \"intransigence\" "
                  f"names only a trade-off argument there) or {AVALANCHE} (`avalanche/evaluation/metrics/`) computes "
                  "it. Chaudhry et al. measure it against a model trained on every task's data together; clbench "
-                 "takes the matching `joint` run, the forgetting ratio's A_J."),
+                 "takes the matching `joint` run, the forgetting ratio's A_J.", higher_is_better=False),
     Metric("learning-accuracy", "LA", PERCENT, "learning accuracy", ("learned",), "clbench.metrics:learning_accuracy",
            "1/t sum_{k<=t} A^{k<=k}: the accuracy on each task right after learning it", "Riemer et al. 2019 (MER)",
            peers=f"None of {MAMMOTH}, {FACIL} or {AVALANCHE} reports it; its terms are the diagonal of Mammoth's "

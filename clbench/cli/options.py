@@ -56,3 +56,9 @@ Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Runs at once, over this
 Evaluation = Annotated[EvaluationName | None, typer.Option(
     "--evaluation", help="task-aware or task-agnostic rows (default: the one the scenario's comparison reports: "
                          "task-agnostic in the class scenario, else task-aware).")]
+Compare = Annotated[str | None, typer.Option(
+    "--compare", autocompletion=completion.method_names,
+    help="Compare these approaches pairwise (comma-separated, at least two: e.g. er,derpp,sgd; a method or a "
+         "table's row label): per metric, the mean paired difference over seeds with its 95% CI, the paired "
+         "t-test (Holm-corrected over the pairs) and the exact Wilcoxon test, a verdict where the corrected test "
+         "supports it; over several benchmarks the average ranks (Friedman, Nemenyi).")]

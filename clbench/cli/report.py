@@ -12,11 +12,12 @@ import typer
 
 from clbench.cli import completion
 from clbench.cli.common import console, handle_errors, parse_seeds
-from clbench.cli.options import EvaluationName, FormatName, Results, SplitName
+from clbench.cli.options import Compare, EvaluationName, FormatName, Results, SplitName
 from clbench.errors import ClbenchError
 from clbench.metric_registry import METRICS, metric_help
 
 if TYPE_CHECKING:
+    from clbench.report.comparison import Comparison
     from clbench.report.loading import Results
     from clbench.report.sections import Section
     from clbench.report.tables import Report
@@ -44,6 +45,7 @@ class ReportRequest:
     evaluation: str | None = None  # None: the one the runs' scenarios report (`clbench.results.runs_evaluation`)
     split: str = "test"
     tuning: bool = False
+    compare: tuple[str, ...] = ()  # `--compare`: the approaches compared pairwise, as given
 
     @property
     def named_monitoring(self) -> list[str]:
@@ -99,12 +101,16 @@ def report(
     html_file: Annotated[Path | None, typer.Option(
         "--html", help="Write one self-contained HTML page instead: the --metric table and curves, accuracy-matrix "
                        "heat maps, the summary in both evaluations, time, every approach's monitoring, each run's "
-                       "provenance.")] = None,
+                       "provenance (and the --compare section when given).")] = None,
+    compare: Compare = None,
 ) -> None:
     """The paper's tables (forgetting ratio or accuracy per stage, summary, time, HAT) and figures."""
     if paper and split != "test":
         raise ClbenchError("--paper compares test numbers with the paper's: leave out --split validation")
-    others = summary or time or hat or monitoring or paper or tuning
+    names = tuple(name.strip() for name in compare.split(",") if name.strip()) if compare is not None else ()
+    if compare is not None and len(set(names)) < 2:
+        raise ClbenchError(f"--compare needs at least two approaches, comma-separated (got {compare!r})")
+    others = summary or time or hat or monitoring or paper or tuning or bool(names)
     _check_outputs(html_file, output, plot)
     if html_file is not None:
         given = [name for name, on in (("--table", table is not None), ("--summary", summary), ("--time", time),
@@ -113,11 +119,11 @@ def report(
                                        ("--output", output is not None), ("--format", fmt != "markdown")) if on]
         if given:
             raise ClbenchError(f"--html writes every section into one page: leave out {', '.join(given)}")
-        write_html_report(results, benchmark, html_file, metric, ci, references, seeds, evaluation, split)
+        write_html_report(results, benchmark, html_file, metric, ci, references, seeds, evaluation, split, names)
         return
     request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
                             references, parse_seeds(seeds) if seeds else None, plot, monitoring, paper, evaluation,
-                            split, tuning)
+                            split, tuning, names)
     text, figures = run_report(results, benchmark, request)
     if output is not None:
         from clbench.results import atomic_write_bytes
@@ -140,12 +146,12 @@ def _check_outputs(html_file: Path | None, output: Path | None, plot: Path | Non
 
 
 def write_html_report(results: Path, benchmark: str | None, page: Path, metric: str, ci: bool, references: bool,
-                      seeds: str | None, evaluation: str | None, split: str) -> None:
+                      seeds: str | None, evaluation: str | None, split: str, compare: tuple[str, ...] = ()) -> None:
     """`--html FILE`: the page of one benchmark (or of every benchmark in the results), written atomically."""
     from clbench.report.html_page import PageOptions, build_page, write_page
 
     chosen = tuple(parse_seeds(seeds)) if seeds else None
-    options = PageOptions(metric, ci, references, chosen, evaluation, split)
+    options = PageOptions(metric, ci, references, chosen, evaluation, split, compare)
     write_page(page, build_page(results, _benchmarks(results, benchmark, chosen), options))
     console(stderr=True).print(f"wrote {page}", markup=False, highlight=False)
 
@@ -157,8 +163,14 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
     names = _benchmarks(results, benchmark, request.seeds)
     sections: list[Section] = []
     figures: list[Path] = []
+    comparisons: list[Comparison] = []
     for name, spec_argument in names:
-        found, drawn = _benchmark_sections(results, name, request, spec_argument, alone=len(names) == 1)
+        found, drawn = _benchmark_sections(results, name, request, spec_argument, alone=len(names) == 1,
+                                           comparisons=comparisons)
+        sections += found
+        figures += drawn
+    if request.compare:
+        found, drawn = _compare_sections(comparisons, request, several=len(names) > 1)
         sections += found
         figures += drawn
     if request.fmt == "csv":
@@ -218,9 +230,11 @@ def _spec_file_of_runs(results: Path, name: str) -> str | None:
 
 
 def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_argument: str | None = None,
-                        alone: bool = True) -> tuple[list[Section], list[Path]]:
+                        alone: bool = True, comparisons: list[Comparison] | None = None
+                        ) -> tuple[list[Section], list[Path]]:
     """The sections and figures of one benchmark; `alone`: the only one reported, so a benchmark without rows of
-    `--split` is nothing to report (exit 2) rather than a note beside the others."""
+    `--split` is nothing to report (exit 2) rather than a note beside the others. With `--compare`, the
+    benchmark's comparison goes to `comparisons` (its table is printed after every benchmark's other sections)."""
     from clbench.report.loading import load_results
     from clbench.report.monitoring import method_reporter, monitoring_reporters
     from clbench.report.notes import no_split_rows_note
@@ -259,6 +273,8 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_a
         sections.append((name, "paper", render_comparison(comparison, fmt)))
     if request.tuning:
         sections.append((name, "tuning", _tuning_text(results, name, request.fmt, spec_argument)))
+    if request.compare and comparisons is not None:
+        comparisons += _compared(loaded, request.compare, alone)
     figures = _draw(request, main, _other_evaluation(results, name, request, loaded, main))
     if request.plot is not None:
         figures += monitoring_figures(loaded, named, request.plot)
@@ -326,3 +342,47 @@ def _draw(request: ReportRequest, main: Report | None, other: Report | None = No
     from clbench.report import figures as plots
 
     return plots.plot_curves(main, request.plot, ci=request.ci, other=other)
+
+
+def _compared(loaded: Results, names: Sequence[str], alone: bool) -> list[Comparison]:
+    """`--compare` on one benchmark; among several benchmarks, one that lacks an approach or its seeds is left
+    out (the comparison's refusal, exit 2, stands when the benchmark is the only one)."""
+    from clbench.errors import ResultsError
+    from clbench.report.comparison import build_comparison
+
+    try:
+        return [build_comparison(loaded, names)]
+    except ResultsError as error:
+        if alone:
+            raise
+        console(stderr=True).print(f"{loaded.benchmark} left out of --compare: {error}", markup=False,
+                                   highlight=False, soft_wrap=True)
+        return []
+
+
+def _compare_sections(comparisons: list[Comparison], request: ReportRequest,
+                      several: bool) -> tuple[list[Section], list[Path]]:
+    """The comparison table of each benchmark and, over several benchmarks, the ranks (and the critical-difference
+    figures under --plot)."""
+    from clbench.report.comparison import MIN_SEEDS, comparison_csv, comparison_table
+    from clbench.report.ranking import build_ranking, ranking_csv, ranking_table
+    from clbench.report.render import render_tables
+
+    if not comparisons:
+        raise ClbenchError(f"--compare: no benchmark has runs of every one of {', '.join(request.compare)} with "
+                           f"{MIN_SEEDS} seeds (see the lines above)")
+    fmt = request.fmt
+    sections: list[Section] = [
+        (comparison.benchmark, "compare", comparison_csv([comparison]) if fmt == "csv"
+         else render_tables([comparison_table(comparison)], fmt)) for comparison in comparisons]
+    if not several:
+        return sections, []
+    ranking = build_ranking(comparisons)
+    text = ranking_csv(ranking) if fmt == "csv" else render_tables([ranking_table(ranking)], fmt)
+    sections.append(("all benchmarks", "ranks", text))
+    if request.plot is None:
+        return sections, []
+    from clbench.report.figures import plot_critical_differences
+
+    return sections, plot_critical_differences(ranking, request.plot)
+

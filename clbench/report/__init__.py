@@ -6,6 +6,8 @@ a small thread pool) and shared by every table and plot:
 - `build_report`: forgetting ratio rho^{<=t} (or mean accuracy A^{<=t}) per approach and stage;
 - `build_summary`: after the last task T, A^{<=T}, backward transfer and max-previous forgetting, with the
   parameter count (the paper's permuted / split MNIST tables);
+- `build_comparison` (`--compare`): each pair of approaches per metric, paired over seeds, and `build_ranking`,
+  their average ranks across benchmarks (Friedman, Nemenyi);
 - `build_time_report`: training time (total, per epoch, per batch) and the bench's per-batch forward and
   forward+backward times (the paper's training-time table);
 - monitoring: each approach's own tables (`monitoring.py`: the reporter an approach declares; HAT's, PackNet's,
@@ -22,10 +24,11 @@ summarize, Student-t, per-run forgetting-ratio values against matched references
 cell is written), `render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters), `formatting`
 (`Table` and number formats), `figures` (matplotlib, `--plot`), `heatmaps` (accuracy-matrix heat maps), `html_page`
 and `html_sections` (the one-page HTML report, `--html`), `paper_results` (the paper's published numbers,
-`--paper`) and `sections` (how `clbench report` joins its tables). Code imports a name from the module that
-defines it. This package exports only what a monitoring reporter imports (a plugin's too, without torch; the same
-objects as `clbench.api`'s): `MonitoringReporter`, `Results`, `Table`, `format_seeds`, `plain`,
-`read_parquet_files` and `run_values`.
+`--paper`), `comparison`, `ranking` and `significance` (`--compare`: paired tests across seeds, ranks across
+benchmarks, and the statistics as pure functions) and `sections` (how `clbench report` joins its tables). Code
+imports a name from the module that defines it. This package exports only what a monitoring reporter imports (a
+plugin's too, without torch; the same objects as `clbench.api`'s): `MonitoringReporter`, `Results`, `Table`,
+`format_seeds`, `plain`, `read_parquet_files` and `run_values`.
 """
 
 from __future__ import annotations

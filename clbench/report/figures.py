@@ -19,6 +19,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from clbench.metric_registry import METRICS
+from clbench.report.comparison import format_p
+from clbench.report.ranking import MetricRanks, Ranking
 from clbench.report.statistics import Cell
 from clbench.report.tables import Report
 
@@ -119,3 +121,60 @@ def plot_curves(report: Report, directory: Path, ci: bool = False, other: Report
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return save(figure, directory, f"{report.benchmark}-{report.metric}")
+
+
+# ---------------------------------------------------------------------------------------------- critical difference
+
+def plot_critical_differences(ranking: Ranking, directory: Path) -> list[Path]:
+    """One critical-difference diagram (Demsar 2006, Fig. 1) per metric with a Friedman test: the average rank of
+    every approach on an axis (1, the best, on the left), the Nemenyi CD as a bar above it, and a thick line under
+    each group of approaches whose ranks differ by less than CD (not told apart). Files
+    `<directory>/compare-<metric>-cd.png` and `.pdf`."""
+    return [path for ranks in ranking.metrics if ranks.test is not None
+            for path in plot_critical_difference(ranks, ranking.approaches, directory)]
+
+
+def plot_critical_difference(ranks: MetricRanks, approaches: Sequence[str], directory: Path) -> list[Path]:
+    """The critical-difference diagram of one metric (see `plot_critical_differences`)."""
+    assert ranks.test is not None
+    k = len(approaches)
+    average = ranks.test.ranks
+    order = np.argsort(average, kind="stable")
+    half = (k + 1) // 2  # the better half is labelled on the left, the rest on the right
+    figure, axes = figure_and_axes(7.0, 1.2 + 0.25 * half)
+    axes.set_xlim(0.5, k + 0.5)
+    axes.set_ylim(-0.5 * half - 0.3, 1.6)
+    axes.axis("off")
+    axes.plot([1, k], [0, 0], color="black", linewidth=1)
+    for tick in range(1, k + 1):
+        axes.plot([tick, tick], [0, 0.12], color="black", linewidth=1)
+        axes.text(tick, 0.2, str(tick), ha="center", va="bottom", fontsize=8)
+    cd = ranks.critical_difference
+    axes.plot([1, 1 + cd], [1.2, 1.2], color="black", linewidth=2)
+    axes.text(1 + cd / 2, 1.3, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=8)
+    for position, index in enumerate(order):
+        left = position < half
+        depth = -0.5 - 0.5 * (position if left else k - 1 - position)
+        edge = 0.6 if left else k + 0.4
+        axes.plot([average[index], average[index], edge], [0, depth, depth], color="black", linewidth=0.8)
+        axes.text(edge - 0.05 if left else edge + 0.05, depth, f"{approaches[index]} ({average[index]:.2f})",
+                  ha="right" if left else "left", va="center", fontsize=8)
+    for row, (low, high) in enumerate(_cliques(sorted(average), cd)):
+        axes.plot([low - 0.03, high + 0.03], [-0.2 - 0.12 * row] * 2, color="#d62728", linewidth=3)
+    p_value = format_p(ranks.test.f_p)
+    axes.set_title(f"{ranks.metric}: average ranks over {len(ranks.benchmarks)} benchmarks (Iman-Davenport p "
+                   f"{'< ' + p_value[1:] if p_value.startswith('<') else '= ' + p_value}, Nemenyi 5%)", fontsize=9)
+    return save(figure, directory, f"compare-{ranks.metric}-cd")
+
+
+def _cliques(ranks: Sequence[float], critical_difference: float) -> list[tuple[float, float]]:
+    """The maximal runs of sorted average ranks spanning less than the critical difference (the groups drawn as
+    one line: not told apart), each as (lowest rank, highest rank); a run of one approach is not drawn."""
+    groups: list[tuple[float, float]] = []
+    for start in range(len(ranks)):
+        end = start
+        while end + 1 < len(ranks) and ranks[end + 1] - ranks[start] < critical_difference:
+            end += 1
+        if end > start and not any(low <= ranks[start] and ranks[end] <= high for low, high in groups):
+            groups.append((ranks[start], ranks[end]))
+    return groups

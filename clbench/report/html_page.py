@@ -16,9 +16,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import clbench
+from clbench.report.comparison import Comparison
 from clbench.report.formatting import format_seeds
-from clbench.report.html_sections import PageOptions, PageSection, benchmark_sections
+from clbench.report.html_sections import PageOptions, PageSection, benchmark_sections, ranking_section
 from clbench.results import atomic_write_bytes
+
+ACROSS = "across benchmarks"  # the part of the page after the benchmarks' own (`--compare`'s ranks)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 1200px; margin: 0 auto;
@@ -55,9 +58,13 @@ details summary { cursor: pointer; font-weight: 600; }
 
 def build_page(results_dir: Path, benchmarks: Sequence[tuple[str, str | None]], options: PageOptions) -> str:
     """The page of `benchmarks` ((name, spec file the user named it by, or None) pairs) under `results_dir`."""
+    comparisons: list[Comparison] = []
     with tempfile.TemporaryDirectory(prefix="clbench-html-") as scratch:
-        parts = [(name, benchmark_sections(results_dir, name, options, Path(scratch, str(index)), spec_argument))
+        parts = [(name, benchmark_sections(results_dir, name, options, Path(scratch, str(index)), spec_argument,
+                                           comparisons, alone=len(benchmarks) == 1))
                  for index, (name, spec_argument) in enumerate(benchmarks)]
+        if options.compare and len(benchmarks) > 1 and comparisons:
+            parts.append((ACROSS, [ranking_section(comparisons, Path(scratch, ACROSS))]))
     title = "clbench report: " + ", ".join(name for name, _ in benchmarks)
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',

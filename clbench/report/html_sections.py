@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clbench.errors import ResultsError
+from clbench.report.comparison import Comparison, build_comparison, comparison_table
 from clbench.report.formatting import Table, format_seeds
 from clbench.report.loading import Results, load_results, other_evaluation, with_evaluation
 from clbench.report.monitoring import method_reporter
+from clbench.report.ranking import build_ranking, ranking_table
 from clbench.report.render import render, render_tables
 from clbench.report.sections import monitoring_text
 from clbench.report.summary import build_summary, summary_table
@@ -39,6 +41,7 @@ class PageOptions:
     seeds: tuple[int, ...] | None = None
     evaluation: str | None = "task-aware"  # None: the one the runs' scenarios report (`load_results`)
     split: str = "test"
+    compare: tuple[str, ...] = ()  # `--compare`: the approaches compared pairwise; () for no comparison section
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,12 @@ class PageSection:
 
 
 def benchmark_sections(results_dir: Path, benchmark: str, options: PageOptions, scratch: Path,
-                       spec_argument: str | None = None) -> list[PageSection]:
-    """Every section of one benchmark, figures drawn into `scratch` (a folder the caller deletes)."""
+                       spec_argument: str | None = None, comparisons: list[Comparison] | None = None,
+                       alone: bool = True) -> list[PageSection]:
+    """Every section of one benchmark, figures drawn into `scratch` (a folder the caller deletes); with
+    `options.compare`, the benchmark's comparison also goes to `comparisons` (for the ranks across benchmarks).
+    `alone`: the page's only benchmark, where approaches that cannot be compared are refused (ResultsError), as
+    `report --compare` refuses them; beside other benchmarks the section says why instead."""
     chosen = load_results(results_dir, benchmark, options.seeds, spec_argument=spec_argument,
                           evaluation=options.evaluation, split=options.split)
     loaded = {evaluation: with_evaluation(chosen, evaluation) for evaluation in EVALUATIONS}  # files read once
@@ -64,6 +71,7 @@ def benchmark_sections(results_dir: Path, benchmark: str, options: PageOptions, 
         PageSection("training time", "time", _tables_block("time", render_tables(
             [time_table(build_time_report(chosen), options.ci)], "html"))),
         *[section for method in _methods(chosen) if (section := _monitoring_section(chosen, method, scratch))],
+        *([_comparison_section(chosen, options.compare, comparisons, alone)] if options.compare else []),
         _provenance_section(chosen),
     ]
     return [PageSection(section.title, f"{benchmark}-{section.anchor}", section.body) for section in sections]
@@ -103,6 +111,34 @@ def _summary_section(loaded: dict[str, Results], options: PageOptions) -> PageSe
         f"summary-{evaluation}", render_tables([summary_table(build_summary(results), options.ci)], "html"))
         for evaluation, results in loaded.items()]
     return PageSection("summary and memory (after the last task)", "summary", "".join(blocks))
+
+
+def _comparison_section(results: Results, names: Sequence[str], comparisons: list[Comparison] | None,
+                        alone: bool) -> PageSection:
+    """`--compare`'s table (`clbench.report.comparison`); the reason instead where the approaches cannot be
+    compared on this benchmark (raised when it is the page's only one)."""
+    try:
+        comparison = build_comparison(results, names)
+    except ResultsError as error:
+        if alone:
+            raise
+        body = f"<p class=\"error\">{html.escape(str(error))}</p>\n"
+    else:
+        body = _tables_block("compare", render_tables([comparison_table(comparison)], "html"))
+        if comparisons is not None:
+            comparisons.append(comparison)
+    return PageSection("paired comparisons across seeds", "compare", body)
+
+
+def ranking_section(comparisons: Sequence[Comparison], scratch: Path) -> PageSection:
+    """The ranks across benchmarks (`clbench.report.ranking`) and their critical-difference diagrams."""
+    from clbench.report.figures import plot_critical_differences
+
+    ranking = build_ranking(comparisons)
+    paths = [path for path in plot_critical_differences(ranking, scratch) if path.suffix == PNG]
+    body = _tables_block("ranks", render_tables([ranking_table(ranking)], "html")) + _figures_block(
+        [(path.stem, path) for path in paths])
+    return PageSection("ranks across benchmarks", "ranks", body)
 
 
 def _methods(results: Results) -> list[str]:
