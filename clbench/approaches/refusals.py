@@ -5,8 +5,8 @@ protocol" (a `Refusal`: the spec key that refuses it and the reason, or None), f
 
 - A body (`network.kind`) in the approach's `unsupported_networks` (`unsupported_network_problem`, the default of
   the hook `Approach.network_problem`); the constructor asks it too.
-- A scenario it cannot run in (`scenario_refusal`: `needs_task_id`, `refuses_domain`, `refuses_class`); with the built network
-  (`scenario_network_problem`) the constructor asks more.
+- A scenario it cannot run in (`scenario_refusal`: `needs_task_id`, `refuses_domain`, `refuses_class`); with the
+  built network (`scenario_network_problem`) the constructor asks more.
 - A protocol it cannot train under (`early_stopping_problem`, the default of the hook `Approach.protocol_problem`,
   which PathNet and the random classifier override).
 

@@ -44,9 +44,10 @@ def update_basis(activation: torch.Tensor, basis: torch.Tensor, threshold: float
 
     Eq. 8: residual = A - U U^T A; Eq. 9: keep the fewest r of its singular directions so that
     (||A||^2 - ||residual||^2 + sum_{i<=r} s_i^2) / ||A||^2 >= threshold (with an empty basis this is Eq. 5:
-    ||A_r||^2 >= threshold ||A||^2). Directions whose singular value is zero to the activation's precision (below
-    ||A|| max(d, n) eps, as numpy's matrix_rank) carry no energy and are never kept (SVD's vectors for them are
-    arbitrary, not orthogonal to the basis), so a threshold of 1 keeps exactly the span of the representation. Computed in float64; returned in the basis' dtype, at most d columns.
+    ||A_r||^2 >= threshold ||A||^2). Directions whose singular value is zero to the activation's precision
+    (below ||A|| max(d, n) eps, as numpy's matrix_rank) carry no energy and are never kept (SVD's vectors for them
+    are arbitrary, not orthogonal to the basis), so a threshold of 1 keeps exactly the span of the representation.
+    Computed in float64; returned in the basis' dtype, at most d columns.
     """
     a = activation.double()  # (d, n)
     u_old = basis.double()  # (d, r0)
