@@ -106,6 +106,3 @@ def test_spec_values_are_the_authors() -> None:
     cifar = resolve(load_benchmark("cifar100-10"), "gpm").hyperparameters
     assert (cifar.thresholds, cifar.threshold_increment, cifar.samples, cifar.layer_samples) == (
         (0.97,), 0.003, 125, (24, 100, 100, 125, 125))
-    authors = resolve(load_benchmark("pmnist", overrides=["variant=gpm-authors"]), "gpm")
-    assert (authors.training.lr, authors.training.batch_size, authors.training.max_epochs,
-            authors.training.early_stopping) == (0.01, 10, 5, False)

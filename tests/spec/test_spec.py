@@ -42,9 +42,7 @@ def test_shipped_specs_validate_with_every_approach_section(name: str) -> None:
         for method in spec.approaches:
             resolved = resolve(spec, method)
             assert isinstance(resolved.hyperparameters, REGISTRY[method].hyperparameters_class)
-            # the paper's lr (seq-mnist's are Mammoth's: test_online_protocol; pmnist's gpm-authors is the GPM
-            # authors' protocol, lr 0.01: test_gpm_approach)
-            if spec.data.validation_fraction > 0 and (name, variant) != ("pmnist", "gpm-authors"):
+            if spec.data.validation_fraction > 0:  # the paper's lr (seq-mnist's are Mammoth's: test_online_protocol)
                 assert resolved.training.lr == 0.05
 
 
