@@ -106,3 +106,28 @@ def test_spec_values_are_the_authors() -> None:
     cifar = resolve(load_benchmark("cifar100-10"), "gpm").hyperparameters
     assert (cifar.thresholds, cifar.threshold_increment, cifar.samples, cifar.layer_samples) == (
         (0.97,), 0.003, 125, (24, 100, 100, 125, 125))
+
+
+def test_the_conv_form_keeps_a_past_task_outputs_with_thresholds_of_one() -> None:
+    # the tiny AlexNet-like net: its conv layers' representations are their unfolded input patches
+    spec = tiny_spec("alexnet", training=replace(QUICK, max_epochs=1))
+    spec = replace(spec, network=replace(spec.network, conv_dropout=(0.0, 0.0, 0.0), fc_dropout=0.0),
+                   data=replace(spec.data, max_train_samples=60))
+    tasks = tiny_tasks(spec)
+    approach = make_approach("gpm", spec, tasks, thresholds=(1.0,))
+    assert list(approach.layers) == ["convs.0", "convs.1", "convs.2", "fcs.0", "fcs.1"]
+    assert [basis.shape[0] for basis in approach.bases.values()] == [3 * 4 * 4, 8 * 3 * 3, 8 * 2 * 2, 16 * 2 * 2, 32]
+    inputs = tasks[0].train.batch(slice(0, len(tasks[0].train))).inputs
+    outputs, weights = [], []
+    for stage in range(2):
+        approach.learn_task(stage, tasks)
+        approach.network.eval()
+        with torch.no_grad():
+            outputs.append(approach.predict(inputs, 0))
+        weights.append({k: v.clone() for k, v in approach.network.state_dict().items()})
+    torch.testing.assert_close(outputs[1], outputs[0], atol=2e-5, rtol=0)
+    # here the task's patches span each conv layer's whole input space (so the convs stay frozen; a proper patch
+    # subspace is checked by test_gpm_functions' conv step) and the fc layers' inputs a proper subspace: they move
+    assert [int(approach.bases[name].shape[1]) for name in ("convs.0", "convs.1", "convs.2")] == [48, 72, 32]
+    for name in ("fcs.0", "fcs.1"):
+        assert not torch.equal(weights[1][f"{name}.weight"], weights[0][f"{name}.weight"]), name
