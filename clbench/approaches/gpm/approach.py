@@ -55,7 +55,10 @@ class GPMHyperparameters(Hyperparameters):
 
 
 class GPM(Approach):
-    """Gradients of later tasks projected out of the input subspaces of earlier tasks, layer by layer."""
+    """Gradients of later tasks projected out of the input subspaces of earlier tasks, layer by layer.
+
+    The authors' code: sahagobinda/GPM@1a238ec `main_pmnist.py` (the MLP form) and `main_cifar100.py` (the conv form,
+    unfolded input patches)."""
 
     name = "gpm"
     summary = "gradient projection memory: steps orthogonal to past tasks' input subspaces (Saha et al. 2021)"
