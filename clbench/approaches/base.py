@@ -94,6 +94,8 @@ class Approach(ScenarioLosses):
     # Why the approach cannot run in the domain scenario (one shared head, no task id), in a sentence; "" if it can.
     # `needs_task_id` approaches are refused there too (`scenario_refusal`).
     refuses_domain: ClassVar[str] = ""
+    # Why the approach cannot run in the class scenario (no task id at test time), in a sentence; "" if it can.
+    refuses_class: ClassVar[str] = ""
     # The approach can predict a task it has not learned yet (stage 0 and the rows above the diagonal); PathNet
     # cannot (an unlearned task has no path).
     predicts_unlearned_tasks: ClassVar[bool] = True

@@ -6,8 +6,8 @@ protocol" (a `Refusal`: the spec key that refuses it and the reason, or None), f
 - A body (`network.kind`) in the approach's `unsupported_networks`, or a bias-free MLP (`network.bias: false`)
   where it has `refuses_bias_free` (`unsupported_network_problem`, the default of the hook
   `Approach.network_problem`); the constructor asks it too.
-- A scenario it cannot run in (`scenario_refusal`: `needs_task_id`, `refuses_domain`); with the built network
-  (`scenario_network_problem`) the constructor asks more.
+- A scenario it cannot run in (`scenario_refusal`: `needs_task_id`, `refuses_domain`, `refuses_class`); with the
+  built network (`scenario_network_problem`) the constructor asks more.
 - A protocol it cannot train under (`early_stopping_problem`, the default of the hook `Approach.protocol_problem`,
   which PathNet and the random classifier override).
 
@@ -85,7 +85,10 @@ def early_stopping_problem(training: TrainingSpec, data: DataSpec) -> str | None
 def scenario_refusal(cls: type[Approach], scenario: str) -> str | None:
     """Why approach class `cls` cannot run in `scenario` (one line), or None if it can: in the domain scenario the
     approaches that need the task id (`needs_task_id`: their masks, paths or columns are chosen by it, and the
-    scenario gives none) and those that say why they refuse it (`refuses_domain`)."""
+    scenario gives none) and those that say why they refuse it (`refuses_domain`); in the class scenario those that
+    say why they refuse it (`refuses_class`)."""
+    if scenario == "class" and cls.refuses_class:
+        return f"approach {cls.name} does not run with data.scenario=class: {cls.refuses_class}"
     if scenario != "domain":
         return None
     if cls.needs_task_id:
@@ -106,6 +109,8 @@ def scenario_network_problem(cls: type[Approach], scenario: str, network: nn.Mod
     is what the scenario is.
     """
     multihead = isinstance(network, MultiHeadNet)
+    if scenario == "class" and cls.refuses_class:
+        return scenario_refusal(cls, scenario)
     if scenario == "class" and not cls.needs_task_id and trains_with_base_loss and not multihead:
         return (f"approach {cls.name}: data.scenario=class needs a network with `features` and `heads` (a "
                 f"MultiHeadNet); this one is a {type(network).__name__}: run it with data.scenario=task, or set "

@@ -50,7 +50,8 @@ def builtin_reporters() -> dict[str, str]:
 
 
 def test_builtins_declare_reporters_in_their_folders() -> None:
-    assert sorted(builtin_reporters()) == ["clbench.approaches.hat.report", "clbench.approaches.importance.report",
+    assert sorted(builtin_reporters()) == ["clbench.approaches.gpm.report", "clbench.approaches.hat.report",
+                                           "clbench.approaches.importance.report",
                                            "clbench.approaches.packnet.report"]
 
 
