@@ -26,7 +26,8 @@ Evaluations (`data.scenario` task or class: the task id is given in training, th
   new tasks, is not implemented).
 
 Bodies: the MLP only (`network.kind` alexnet and resnet18 are refused: the authors' masked convolutions with
-per-task batch norm are not written), without dropout; no biases, whatever `network.bias` says (`network`).
+per-task batch norm are not written), with the spec's dropout in training (the authors' has none); no biases,
+whatever `network.bias` says (`network`).
 
 Monitoring: `supsup_masks` after each task: per task u <= t and layer (plus `total`), the edges in task u's mask,
 the layer's edges and their fraction.
@@ -51,7 +52,7 @@ from clbench.approaches.optim import StepOptimizer
 from clbench.approaches.supsup.functions import MASK_RULES
 from clbench.approaches.supsup.network import SupSupMLP
 from clbench.data.tasks import Batch, LabelledData, TaskSequence
-from clbench.spec import DataSpec, NetworkSpec, TrainingSpec
+from clbench.spec import DataSpec, TrainingSpec
 from clbench.spec.fields import field
 
 OTHER_TASKS_LOGIT = -1.0e4
@@ -102,14 +103,6 @@ class SupSup(Approach):
         self.learned = 0  # tasks whose masks are final
 
     @classmethod
-    def network_problem(cls, network: NetworkSpec) -> str | None:
-        problem = super().network_problem(network)
-        if problem is None and network.kind == "mlp" and (network.dropout or network.input_dropout):
-            return (f"approach {cls.name} does not run with dropout (network.dropout, network.input_dropout): its "
-                    f"weights are fixed and the authors' masked MLP has none")
-        return problem
-
-    @classmethod
     def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
         problem = super().protocol_problem(training, data, hyperparameters)
         own = getattr(hyperparameters, "optimizer", "protocol")
@@ -121,8 +114,9 @@ class SupSup(Approach):
 
     # ------------------------------------------------------------------ network and training
     def build_network(self) -> nn.Module:
-        return SupSupMLP(math.prod(self.context.input_shape), self.context.network.hidden, self.context.head_sizes,
-                         self.hparams.mask, self.hparams.density)
+        network = self.context.network
+        return SupSupMLP(math.prod(self.context.input_shape), network.hidden, self.context.head_sizes,
+                         self.hparams.mask, self.hparams.density, network.input_dropout, network.dropout)
 
     def trainable_parameters(self, stage: int) -> Iterable[nn.Parameter]:
         """Task `stage`'s scores only: the weights are fixed and every other task's scores stay as they are."""

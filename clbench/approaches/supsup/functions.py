@@ -104,10 +104,11 @@ def entropy(logits: torch.Tensor) -> torch.Tensor:
     return -(logits.softmax(dim=1) * logits.log_softmax(dim=1)).sum(dim=1)
 
 
-def infer_tasks(inputs: torch.Tensor, weights: Sequence[torch.Tensor], masks: Sequence[torch.Tensor]) -> torch.Tensor:
-    """(B,) long: each sample's task among the K candidates of `masks` (K, out, in per layer), by the one-shot
-    rule: argmin_k dH/dalpha_k at alpha = 1/K (the steepest decrease of the entropy H of the superposed output).
-    Runs with autograd on (and out of inference mode) whatever the caller's mode."""
+def entropy_gradients(inputs: torch.Tensor, weights: Sequence[torch.Tensor],
+                      masks: Sequence[torch.Tensor]) -> torch.Tensor:
+    """(B, K): dH_b/dalpha_{b,k} at alpha = 1/K, H_b the entropy of sample b's superposed output over the K
+    candidate tasks of `masks` (K, out, in per layer). Runs with autograd on (and out of inference mode) whatever
+    the caller's mode."""
     n_candidates = masks[0].shape[0]
     with torch.inference_mode(False), torch.enable_grad():
         inputs = inputs.detach().clone()
@@ -117,4 +118,10 @@ def infer_tasks(inputs: torch.Tensor, weights: Sequence[torch.Tensor], masks: Se
                             dtype=weights[0].dtype, requires_grad=True)  # (B, K)
         total = entropy(superposed_logits(inputs, weights, masks, alphas)).sum()
         (gradient,) = autograd.grad(total, alphas)  # (B, K): row b is sample b's own gradient
-    return gradient.argmin(dim=1)
+    return gradient
+
+
+def infer_tasks(inputs: torch.Tensor, weights: Sequence[torch.Tensor], masks: Sequence[torch.Tensor]) -> torch.Tensor:
+    """(B,) long: each sample's task among the K candidates, by the one-shot rule argmin_k dH/dalpha_k (the
+    steepest decrease of the entropy; the authors' `grad[0].min(dim=0)`, `adaptors.py:109-110`)."""
+    return entropy_gradients(inputs, weights, masks).argmin(dim=1)

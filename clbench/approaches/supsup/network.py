@@ -3,7 +3,8 @@ score tensor per task; task t's network is the weights times task t's supermasks
 `MultitaskMaskLinear` layers, RAIVNLab/supsup@6a31878 `mnist.ipynb` cells 3 and 6).
 
 The layers have no biases (the authors' `bias=False`, `mnist.ipynb` cell 6, `models/builder.py:32-37`), whatever
-`network.bias` says, and no dropout. The output layer is one fixed (C, H) weight shared by every task, C the widest
+`network.bias` says; the spec's dropout (on the input, after each hidden ReLU) in training only (the authors' MLP
+has none; the one-shot inference runs in evaluation mode). The output layer is one fixed (C, H) weight shared by every task, C the widest
 task head; task t's logits are its first `head_sizes[t]` outputs under task t's mask (the authors' last layer is a
 masked layer of `output_size` outputs too, `models/small.py:43`).
 
@@ -26,8 +27,10 @@ class SupSupMLP(nn.Module):
     """input -> [masked Linear -> ReLU] x L -> masked Linear (C outputs); task t's masks pick its subnetwork."""
 
     def __init__(self, input_size: int, hidden: Sequence[int], head_sizes: Sequence[int], rule: str = "threshold",
-                 density: float = 0.5) -> None:
+                 density: float = 0.5, input_dropout: float = 0.0, dropout: float = 0.0) -> None:
         super().__init__()
+        self.input_dropout = nn.Dropout(input_dropout)
+        self.dropout = nn.Dropout(dropout)
         sizes = [input_size, *hidden, max(head_sizes)]
         self.head_sizes = tuple(head_sizes)
         self.rule, self.density = rule, density
@@ -58,12 +61,12 @@ class SupSupMLP(nn.Module):
 
     def forward(self, x: torch.Tensor, task: int) -> torch.Tensor:
         """Task `task`'s logits (B, head_sizes[task]); the gradient reaches its scores straight through the masks."""
-        h = x.flatten(1)  # (B, D)
+        h = self.input_dropout(x.flatten(1))  # (B, D)
         weights = self.weights()
         for index, (weight, scores) in enumerate(zip(weights, self.task_scores(task))):
             h = functional.linear(h, weight * functions.straight_through_mask(scores, self.rule, self.density))
             if index < len(weights) - 1:
-                h = functional.relu(h)  # (B, H_l)
+                h = self.dropout(functional.relu(h))  # (B, H_l)
         return h[:, :self.head_sizes[task]]
 
     def infer_tasks(self, x: torch.Tensor, n_candidates: int) -> torch.Tensor:
