@@ -172,7 +172,9 @@ def test_built_in_reporters_match_what_the_approach_classes_declare() -> None:
     from clbench.approaches.registry import REGISTRY
 
     declared = {name: cls.monitoring_reporter for name, cls in REGISTRY.items() if cls.monitoring_reporter}
-    assert declared == LEGACY_REPORTERS
+    # the legacy table is frozen: a method added since (supsup) records its string in run.json and is not in it
+    assert {name: declared.get(name) for name in LEGACY_REPORTERS} == LEGACY_REPORTERS
+    assert set(declared) - set(LEGACY_REPORTERS) == {"supsup"}
 
 
 def test_a_trained_run_records_its_reporter_and_report_uses_it(tmp_path: Path) -> None:
