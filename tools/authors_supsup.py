@@ -205,7 +205,8 @@ def main() -> None:
     for tool, runs in table.items():
         for key in runs[0]:
             values = [run[key] for run in runs]
-            print(f"{tool} {key}: {100 * np.mean(values):.2f} ({100 * np.std(values, ddof=1) if len(values) > 1 else 0:.2f})")
+            spread = np.std(values, ddof=1) if len(values) > 1 else 0.0
+            print(f"{tool} {key}: {100 * np.mean(values):.2f} ({100 * spread:.2f})")
 
 
 if __name__ == "__main__":
