@@ -162,3 +162,14 @@ def test_rmsprop_with_another_protocol_optimizer_is_refused() -> None:
     spec = replace(spec, approaches={"supsup": {"optimizer": "rmsprop"}})
     with pytest.raises(SpecError, match="supsup.optimizer rmsprop"):
         resolve(spec, "supsup")
+
+
+def test_top_k_training_keeps_exactly_the_density_of_each_layer() -> None:
+    spec = tiny_spec("mlp")
+    tasks = tiny_tasks(spec)
+    approach = make_approach("supsup", spec, tasks,
+                             mask="top-k", density=0.3)
+    approach.learn_task(0, tasks)
+    for mask, (out, inp) in zip(approach.network.masks(0), approach.network.shapes):
+        assert int(mask.sum()) == out * inp - int(0.7 * out * inp)
+    assert approach.evaluate(tasks[0].test, 0).accuracy > 1.5 / tasks[0].n_classes
