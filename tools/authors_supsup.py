@@ -134,19 +134,19 @@ def run_authors(repo: Path, mnist: Path, seed: int, max_test: int | None) -> dic
     finally:
         sys.stdout = stdout
     aware = [float(a) for a in namespace["gg_performance"]]
-    agnostic = per_image_inference(namespace, max_test)
-    return {"task-aware": float(np.mean(aware)), "task-agnostic": float(np.mean(agnostic))}
+    return {"task-aware": float(np.mean(aware)), **per_image_inference(namespace, max_test)}
 
 
-def per_image_inference(namespace: dict, max_test: int | None) -> list[float]:
-    """Each test image alone: their oneshot_task_inference, then their masks of the inferred task."""
+def per_image_inference(namespace: dict, max_test: int | None) -> dict[str, float]:
+    """Each test image alone: their oneshot_task_inference, then their masks of the inferred task. Returns the
+    task-agnostic accuracy, the task-inference accuracy and the task-aware accuracy on the same images."""
     import torch
 
     model, mnist = namespace["model"], namespace["mnist"]
-    accuracies = []
+    agnostic, inferred_right, aware = [], [], []
     for task in range(N_TASKS):
         mnist.update_task(task)
-        right = seen = 0
+        right = task_right = own_right = seen = 0
         for batch, labels in mnist.val_loader:
             for image, label in zip(batch, labels):
                 if max_test is not None and seen >= max_test:
@@ -155,10 +155,17 @@ def per_image_inference(namespace: dict, max_test: int | None) -> list[float]:
                 namespace["set_model_task"](model, inferred, verbose=False)
                 with torch.no_grad():
                     predicted = int(model(image[None]).argmax(dim=-1))
+                    namespace["set_model_task"](model, task, verbose=False)
+                    own = int(model(image[None]).argmax(dim=-1))
                 right += int(inferred == task and predicted == int(label))
+                task_right += int(inferred == task)
+                own_right += int(own == int(label))
                 seen += 1
-        accuracies.append(right / seen)
-    return accuracies
+        agnostic.append(right / seen)
+        inferred_right.append(task_right / seen)
+        aware.append(own_right / seen)
+    return {"task-agnostic": float(np.mean(agnostic)), "task inferred": float(np.mean(inferred_right)),
+            "task-aware, same images": float(np.mean(aware))}
 
 
 def run_clbench(mnist_mirror: Path, seed: int, results: Path) -> dict[str, float]:
