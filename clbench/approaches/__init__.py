@@ -33,6 +33,7 @@ BUILTINS: dict[str, str] = {
     "sgd": "clbench.approaches.sgd:SGD",
     "sgd-f": "clbench.approaches.sgd_frozen:SGDFrozen",
     "si": "clbench.approaches.importance.si:SI",
+    "supsup": "clbench.approaches.supsup.approach:SupSup",
 }
 """Built-in method name -> "module:Class" (registered by `clbench.approaches.registry`, as plugins are)."""
 

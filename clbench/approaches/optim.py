@@ -89,12 +89,16 @@ def protocol_optimizer(parameters: Iterable[torch.nn.Parameter], lr: float, opti
 
     sgd without momentum or weight decay is the paper's plain SGD (`PlainSGD`, HAT paper Section 4, Training);
     with either, `torch.optim.SGD(momentum, weight_decay)`; adam, `torch.optim.Adam(lr, weight_decay)` at torch's
-    betas (0.9, 0.999) and eps 1e-8 (WSN's authors train with Adam: ihaeyong/WSN).
+    betas (0.9, 0.999) and eps 1e-8 (WSN's authors train with Adam: ihaeyong/WSN); rmsprop,
+    `torch.optim.RMSprop(lr, momentum, weight_decay)` at torch's alpha 0.99 and eps 1e-8 (SupSup's authors'
+    permuted-MNIST training: RAIVNLab/supsup main.py:234-235).
     """
     if optimizer == "adam":
         return torch.optim.Adam(parameters, lr=lr, weight_decay=weight_decay)
+    if optimizer == "rmsprop":
+        return torch.optim.RMSprop(parameters, lr=lr, momentum=momentum, weight_decay=weight_decay)
     if optimizer != "sgd":
-        raise ValueError(f"unknown optimizer {optimizer!r}: sgd or adam")
+        raise ValueError(f"unknown optimizer {optimizer!r}: sgd, adam or rmsprop")
     if momentum == 0.0 and weight_decay == 0.0:
         return PlainSGD(parameters, lr=lr)
     return torch.optim.SGD(parameters, lr=lr, momentum=momentum, weight_decay=weight_decay)

@@ -117,11 +117,12 @@ class TrainingSpec:
                                            "stop below lr_min, best weights restored; false: exactly max_epochs "
                                            "epochs at lr, the last weights kept (the online protocol: max_epochs 1)",
                                  added=True)
-    optimizer: str = field("sgd", doc="sgd (the paper's: plain SGD unless momentum or weight_decay is set) or adam "
-                                      "(torch's Adam at lr, betas 0.9/0.999); rebuilt, its state new, at every task "
-                                      "and lr change", choices=("sgd", "adam"), added=True)
-    momentum: float = field(0.0, doc="sgd's momentum (0: the paper's plain SGD)", minimum=0.0, maximum=0.999,
-                            added=True)
+    optimizer: str = field("sgd", doc="sgd (the paper's: plain SGD unless momentum or weight_decay is set), adam "
+                                      "(torch's Adam at lr, betas 0.9/0.999) or rmsprop (torch's RMSprop, alpha "
+                                      "0.99); rebuilt, its state new, at every task and lr change",
+                           choices=("sgd", "adam", "rmsprop"), added=True)
+    momentum: float = field(0.0, doc="sgd's or rmsprop's momentum (0: the paper's plain SGD)", minimum=0.0,
+                            maximum=0.999, added=True)
     weight_decay: float = field(0.0, doc="L2 weight decay of the optimizer (0: none, the paper)", minimum=0.0,
                                 added=True)
     class_loss: str = field("seen", doc="class scenario's cross-entropy (training and validation): seen, over the "
@@ -133,8 +134,8 @@ class TrainingSpec:
 def check_optimizer(training: TrainingSpec, where: str, source: str) -> None:
     """SpecError for a protocol whose optimizer keys contradict each other: momentum with Adam."""
     if training.optimizer == "adam" and training.momentum:
-        raise SpecError(f"{source}: `{where}.momentum` applies to `{where}.optimizer: sgd`, not adam (Adam's betas "
-                        f"are fixed at 0.9/0.999); remove it")
+        raise SpecError(f"{source}: `{where}.momentum` applies to `{where}.optimizer: sgd` or rmsprop, not adam "
+                        f"(Adam's betas are fixed at 0.9/0.999); remove it")
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ def test_a_builtin_records_the_module_its_stored_runs_name() -> None:
 
     expected = {"hat": "clbench.approaches.hat", "packnet": "clbench.approaches.packnet",
                 "pathnet": "clbench.approaches.pathnet", "pnn": "clbench.approaches.pnn",
-                "er": "clbench.approaches.replay.er", "sgd": "clbench.approaches.sgd"}
+                "er": "clbench.approaches.replay.er", "sgd": "clbench.approaches.sgd",
+                "supsup": "clbench.approaches.supsup"}
     assert {name: origin_of(name) for name in expected} == {
         name: {"kind": "built-in", "module": module} for name, module in expected.items()}
 
@@ -52,7 +53,7 @@ def builtin_reporters() -> dict[str, str]:
 def test_builtins_declare_reporters_in_their_folders() -> None:
     assert sorted(builtin_reporters()) == ["clbench.approaches.gpm.report", "clbench.approaches.hat.report",
                                            "clbench.approaches.importance.report",
-                                           "clbench.approaches.packnet.report"]
+                                           "clbench.approaches.packnet.report", "clbench.approaches.supsup.report"]
 
 
 @pytest.mark.parametrize("module", sorted(builtin_reporters()))

@@ -1,7 +1,8 @@
 """The walk a user takes, as a matrix: every shipped benchmark x every command that takes one (`list -b`, `spec`,
 `train`, `evaluate`, `report` in every format and option, `tune`) x every scenario, for one approach of each family
-(ewc: regularisation, er: replay, hat and packnet: parameter isolation, gpm: gradient projection, joint and random:
-the references), on synthetic data in each benchmark's shapes, with tiny settings.
+(ewc: regularisation, er: replay, hat and packnet: parameter isolation, gpm: gradient projection, supsup: masks
+over fixed weights with the task inferred, joint and random: the references), on synthetic data in each benchmark's
+shapes, with tiny settings.
 
 Each (benchmark, scenario) is trained once per module (one `train` per approach: a refusal is a cell of its own);
 every other command then reads that results folder. The invariants of every cell: the exit code expected (0, or 2
@@ -33,7 +34,7 @@ from clbench.cli import app
 BENCHMARKS = ("mnist2", "pmnist", "mixture8", "cifar-incremental", "mnist5", "cifar100-10", "seq-mnist",
               "rot-mnist", "cifar10-5")
 SCENARIOS = ("task", "class", "domain")
-FAMILIES = ("ewc", "er", "hat", "packnet", "gpm", "joint", "random")
+FAMILIES = ("ewc", "er", "hat", "packnet", "gpm", "supsup", "joint", "random")
 EVALUATIONS = ("task-aware", "task-agnostic")
 SPLITS = ("test", "validation")
 METRICS = ("forgetting-ratio", "accuracy", "bwt", "forgetting", "forgetting-mammoth", "intransigence",
@@ -44,7 +45,9 @@ FAST = {("mnist2", "task"), ("mnist2", "class"), ("mnist2", "domain")}
 UNEQUAL_TASKS = {"mixture8", "cifar-incremental"}  # tasks of different class counts: no domain scenario
 NO_VALIDATION = {"seq-mnist", "cifar10-5"}  # data.validation_fraction 0 (the online protocol)
 NEEDS_TASK_ID = {"hat", "packnet"}  # their prediction picks the task's masks: no domain scenario
-NO_RESNET = {"hat", "packnet", "gpm"}  # no ResNet-18 (cifar10-5's body)
+NO_DOMAIN = {*NEEDS_TASK_ID, "supsup"}  # supsup trains one mask per task with its id: no domain scenario either
+NO_RESNET = {"hat", "packnet", "gpm", "supsup"}  # no ResNet-18 (cifar10-5's body)
+MLP_ONLY = {"supsup"}  # no AlexNet-like body either
 REFUSES_CLASS = {"gpm"}  # the class scenario (`refuses_class`)
 RESNET = {"cifar10-5"}
 ALEXNET = {"mixture8", "cifar-incremental", "cifar100-10"}
@@ -77,8 +80,9 @@ def scenario_refused(benchmark: str, scenario: str) -> bool:
 
 def train_exit(benchmark: str, scenario: str, method: str) -> int:
     """2 where the benchmark refuses the scenario or the approach refuses the benchmark or scenario; else 0."""
-    refused = scenario_refused(benchmark, scenario) or (scenario == "domain" and method in NEEDS_TASK_ID) \
-        or (benchmark in RESNET and method in NO_RESNET) or (scenario == "class" and method in REFUSES_CLASS)
+    refused = scenario_refused(benchmark, scenario) or (scenario == "domain" and method in NO_DOMAIN) \
+        or (benchmark in RESNET and method in NO_RESNET) or (benchmark in ALEXNET and method in MLP_ONLY) \
+        or (scenario == "class" and method in REFUSES_CLASS)
     return 2 if refused else 0
 
 

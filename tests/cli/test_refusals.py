@@ -16,12 +16,15 @@ from clbench.spec import benchmark_names, benchmarks_dir, load_benchmark
 
 pytestmark = pytest.mark.usefixtures("restored_registry")
 
-RESNET18 = {"gpm", "hat", "packnet", "pathnet", "pnn"}  # no ResNet body: each says why (`unsupported_networks`)
+# no ResNet body: each says why (`unsupported_networks`)
+RESNET18 = {"gpm", "hat", "packnet", "pathnet", "pnn", "supsup"}
+MLP_ONLY = {"supsup"}  # no AlexNet-like body either
 NEED_TASK_ID = {"hat", "packnet", "pathnet", "pnn"}  # refused in the domain scenario with icarl (`refuses_domain`)
 # The shipped matrix's refusals, by hand: benchmark -> {approach: the spec key that refuses it}.
 REFUSED = {
     "cifar10-5": dict.fromkeys(RESNET18, "network.kind"),
-    "rot-mnist": dict.fromkeys(NEED_TASK_ID | {"icarl"}, "data.scenario"),
+    "rot-mnist": dict.fromkeys(NEED_TASK_ID | {"icarl", "supsup"}, "data.scenario"),  # supsup: `refuses_domain`
+    **{name: dict.fromkeys(MLP_ONLY, "network.kind") for name in ("mixture8", "cifar-incremental", "cifar100-10")},
     "seq-mnist": {"pathnet": "training",  # no validation split for its tournament
                   "gpm": "data.scenario"},  # the class scenario (`refuses_class`)
 }
