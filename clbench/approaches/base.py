@@ -63,7 +63,7 @@ from clbench.approaches.datatypes import (
     TaskLog,
 )
 from clbench.approaches.evaluation import Measure, aware_and_agnostic, mean_over_batches
-from clbench.approaches.optim import PlainSGD, StepOptimizer, clip_grad_norm
+from clbench.approaches.optim import StepOptimizer, clip_grad_norm, protocol_optimizer
 from clbench.approaches.parameters import tensor_bytes
 from clbench.approaches.refusals import early_stopping_problem, scenario_network_problem, unsupported_network_problem
 from clbench.approaches.scenario_losses import ScenarioLosses
@@ -99,6 +99,8 @@ class Approach(ScenarioLosses):
     predicts_unlearned_tasks: ClassVar[bool] = True
     # `network.kind` values the approach refuses, each with the reason in one line (e.g. HAT on resnet18)
     unsupported_networks: ClassVar[dict[str, str]] = {}
+    # Why the approach refuses `network.bias: false` (its own network keeps biases), or "" if it honours it
+    refuses_bias_free: ClassVar[str] = ""
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         problem = self.network_problem(context.network)
@@ -123,8 +125,9 @@ class Approach(ScenarioLosses):
 
     @classmethod
     def network_problem(cls, network: NetworkSpec) -> str | None:
-        """Why the approach cannot run on this body (`unsupported_networks`), or None if it can."""
-        return unsupported_network_problem(cls.name, cls.unsupported_networks, network.kind)
+        """Why the approach cannot run on this body (`unsupported_networks`, `refuses_bias_free`), or None if it can."""
+        return unsupported_network_problem(cls.name, cls.unsupported_networks, network.kind,
+                                           cls.refuses_bias_free if not network.bias else "")
 
     @classmethod
     def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
@@ -296,9 +299,12 @@ class Approach(ScenarioLosses):
         return contextlib.nullcontext()
 
     def make_optimizer(self, stage: int, lr: float) -> StepOptimizer:
-        """Plain SGD (no momentum, no weight decay) over `trainable_parameters`: `PlainSGD`, torch.optim.SGD's step
-        without importing torch._dynamo. An approach may return any `torch.optim` optimiser instead."""
-        return PlainSGD(self.trainable_parameters(stage), lr=lr)
+        """The protocol's optimiser over `trainable_parameters` (`protocol_optimizer`): by default the paper's plain
+        SGD, `PlainSGD` (torch.optim.SGD's step without importing torch._dynamo); `training.optimizer`, `momentum`
+        and `weight_decay` choose another. An approach may return any `torch.optim` optimiser instead."""
+        training = self.training_protocol
+        return protocol_optimizer(self.trainable_parameters(stage), lr, training.optimizer, training.momentum,
+                                  training.weight_decay)
 
     def train_mode(self, stage: int) -> None:
         """Put the network in training mode for an epoch of task `stage` (dropout on, batch norm on batch

@@ -81,3 +81,20 @@ def clip_grad_norm(parameters: Sequence[torch.nn.Parameter], max_norm: float) ->
         if first.device.type == "cpu" and coefficient.item() == 1.0:
             return
         torch._foreach_mul_(gradients, coefficient)
+
+
+def protocol_optimizer(parameters: Iterable[torch.nn.Parameter], lr: float, optimizer: str = "sgd",
+                       momentum: float = 0.0, weight_decay: float = 0.0) -> StepOptimizer:
+    """The optimiser a protocol names (`training.optimizer`, `momentum`, `weight_decay`) at learning rate `lr`.
+
+    sgd without momentum or weight decay is the paper's plain SGD (`PlainSGD`, HAT paper Section 4, Training);
+    with either, `torch.optim.SGD(momentum, weight_decay)`; adam, `torch.optim.Adam(lr, weight_decay)` at torch's
+    betas (0.9, 0.999) and eps 1e-8 (WSN's authors train with Adam: ihaeyong/WSN).
+    """
+    if optimizer == "adam":
+        return torch.optim.Adam(parameters, lr=lr, weight_decay=weight_decay)
+    if optimizer != "sgd":
+        raise ValueError(f"unknown optimizer {optimizer!r}: sgd or adam")
+    if momentum == 0.0 and weight_decay == 0.0:
+        return PlainSGD(parameters, lr=lr)
+    return torch.optim.SGD(parameters, lr=lr, momentum=momentum, weight_decay=weight_decay)

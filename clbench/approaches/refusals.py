@@ -3,8 +3,9 @@
 `approach_refusal` answers "why can approach A not run a benchmark with this body, data (its scenario) and resolved
 protocol" (a `Refusal`: the spec key that refuses it and the reason, or None), from three checks, in this order:
 
-- A body (`network.kind`) in the approach's `unsupported_networks` (`unsupported_network_problem`, the default of
-  the hook `Approach.network_problem`); the constructor asks it too.
+- A body (`network.kind`) in the approach's `unsupported_networks`, or a bias-free MLP (`network.bias: false`)
+  where it has `refuses_bias_free` (`unsupported_network_problem`, the default of the hook
+  `Approach.network_problem`); the constructor asks it too.
 - A scenario it cannot run in (`scenario_refusal`: `needs_task_id`, `refuses_domain`); with the built network
   (`scenario_network_problem`) the constructor asks more.
 - A protocol it cannot train under (`early_stopping_problem`, the default of the hook `Approach.protocol_problem`,
@@ -60,12 +61,16 @@ def approach_refusal(cls: type[Approach], network: NetworkSpec, data: DataSpec, 
     return None
 
 
-def unsupported_network_problem(name: str, unsupported: dict[str, str], kind: str) -> str | None:
-    """Why approach `name` does not run on the body `kind` (its reason in `unsupported`), or None if it does."""
+def unsupported_network_problem(name: str, unsupported: dict[str, str], kind: str,
+                                bias_free_reason: str = "") -> str | None:
+    """Why approach `name` does not run on the body `kind` (its reason in `unsupported`) or without biases
+    (`bias_free_reason`, given when the spec sets `network.bias: false`), or None if it does."""
     reason = unsupported.get(kind)
-    if reason is None:
-        return None
-    return f"approach {name} does not run on `network.kind` {kind}: {reason}"
+    if reason is not None:
+        return f"approach {name} does not run on `network.kind` {kind}: {reason}"
+    if bias_free_reason:
+        return f"approach {name} does not run with `network.bias: false`: {bias_free_reason}"
+    return None
 
 
 def early_stopping_problem(training: TrainingSpec, data: DataSpec) -> str | None:

@@ -18,6 +18,7 @@ from clbench.errors import SpecError
 from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections, scenario_training
 from clbench.spec.fields import build, identity_dict, origin_of, to_dict
 from clbench.spec.grid import GridAxis, value_text
+from clbench.spec.sections import check_optimizer
 
 __all__ = ["ResolvedApproach", "check_default_grids", "refusal", "resolve"]
 
@@ -154,4 +155,5 @@ def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
     merged = {**to_dict(spec.training), **training_overrides}
     training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
                      origins=spec.origins)
+    check_optimizer(training, f"{where}.training", origin_of(f"{where}.training", spec.source, spec.origins))
     return ResolvedApproach(cls, hyperparameters, scenario_training(training, spec.data.scenario))

@@ -18,7 +18,7 @@ __all__ = ["AlexNet", "MLP", "MultiHeadNet", "ResNet18", "build_network", "compi
 def build_network(spec: NetworkSpec, input_shape: Sequence[int], head_sizes: Sequence[int]) -> MultiHeadNet:
     """The body described by `spec` with one head per task (`head_sizes[t]` classes for task t)."""
     if spec.kind == "mlp":
-        return MLP(prod(input_shape), spec.hidden, head_sizes, spec.input_dropout, spec.dropout)
+        return MLP(prod(input_shape), spec.hidden, head_sizes, spec.input_dropout, spec.dropout, spec.bias)
     if spec.kind == "resnet18":
         return ResNet18(input_shape, head_sizes, spec.nf)
     return AlexNet(input_shape, head_sizes, spec.conv_channels, spec.conv_kernels, spec.conv_dropout,

@@ -40,8 +40,8 @@ class MultiHeadNet(nn.Module):
     heads: nn.ModuleList
 
     @staticmethod
-    def make_heads(feature_size: int, head_sizes: Sequence[int]) -> nn.ModuleList:
-        return nn.ModuleList(nn.Linear(feature_size, n) for n in head_sizes)
+    def make_heads(feature_size: int, head_sizes: Sequence[int], bias: bool = True) -> nn.ModuleList:
+        return nn.ModuleList(nn.Linear(feature_size, n, bias=bias) for n in head_sizes)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:  # (B, ...) -> (B, F)
         raise NotImplementedError
@@ -76,9 +76,12 @@ class MultiHeadNet(nn.Module):
         The same values as concatenating each head's output, up to float rounding (one matrix product)."""
         return nn.functional.linear(features, *self.stacked_heads())
 
-    def stacked_heads(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(weight (every class, F), bias (every class,)): every head's weights and biases side by side."""
-        return torch.cat([head.weight for head in self.heads]), torch.cat([head.bias for head in self.heads])
+    def stacked_heads(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(weight (every class, F), bias (every class,) or None for heads without biases): every head's weights
+        and biases side by side."""
+        heads = list(self.heads)
+        bias = None if heads[0].bias is None else torch.cat([head.bias for head in heads])
+        return torch.cat([head.weight for head in heads]), bias
 
     def class_offset(self, task: int) -> int:
         """Where task `task`'s classes start in the output over every class (`forward(..., seen=True)`)."""
@@ -98,7 +101,8 @@ class MultiHeadNet(nn.Module):
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Conv2d)):
                 nn.init.xavier_uniform_(module.weight)
-                nn.init.zeros_(module.bias)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
 
 
 def parameter_count(module: nn.Module) -> int:

@@ -11,17 +11,17 @@ from clbench.nets.common import MultiHeadNet
 
 
 class MLP(MultiHeadNet):
-    """input -> [Linear -> ReLU -> Dropout] x L -> one Linear head per task."""
+    """input -> [Linear -> ReLU -> Dropout] x L -> one Linear head per task (`bias`: False, no biases anywhere)."""
 
     def __init__(self, input_size: int, hidden: Sequence[int], head_sizes: Sequence[int],
-                 input_dropout: float = 0.0, dropout: float = 0.0) -> None:
+                 input_dropout: float = 0.0, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
         sizes = [input_size, *hidden]
         self.input_dropout = nn.Dropout(input_dropout)
-        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.layers = nn.ModuleList(nn.Linear(a, b, bias=bias) for a, b in zip(sizes[:-1], sizes[1:]))
         self.dropout = nn.Dropout(dropout)
         self.feature_size = sizes[-1]
-        self.heads = self.make_heads(self.feature_size, head_sizes)
+        self.heads = self.make_heads(self.feature_size, head_sizes, bias)
         self.reset_parameters()
 
     def features(self, x: torch.Tensor) -> torch.Tensor:

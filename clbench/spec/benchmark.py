@@ -38,6 +38,7 @@ from clbench.spec.sections import (
     DataSpec,
     NetworkSpec,
     TrainingSpec,
+    check_optimizer,
 )
 
 
@@ -167,6 +168,11 @@ def _validate(raw: dict[str, Any], source: str, origins: dict[str, str]) -> Benc
     if network.kind in IMAGE_NETWORKS and data.form != "image32":
         raise SpecError(f"{source}: `network.kind` {network.kind} needs `data.form` image32 (3x32x32 images), not "
                         f"{data.form}; use `network.kind: mlp` for {data.form}")
+    if not network.bias and network.kind != "mlp":
+        raise SpecError(f"{origin_of('network.bias', source, origins)}: `network.bias: false` is supported by the mlp "
+                        f"only, not `network.kind` {network.kind}; remove it")
+    training = build(TrainingSpec, raw.get("training"), where="training", source=source, origins=origins)
+    check_optimizer(training, "training", origin_of("training.momentum", source, origins))
     return BenchmarkSpec(
         name=check_name(raw["name"], f"{source}: `name`"),
         description=str(raw.get("description", "")),
@@ -174,7 +180,7 @@ def _validate(raw: dict[str, Any], source: str, origins: dict[str, str]) -> Benc
         variant=raw.get("variant"),
         data=data,
         network=network,
-        training=build(TrainingSpec, raw.get("training"), where="training", source=source, origins=origins),
+        training=training,
         approaches={name: dict(values) for name, values in approaches.items()},
         datasets=datasets,
         grids=read_spec_grids(raw.get("grids"), source, origins),

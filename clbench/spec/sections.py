@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from typing import Any
 
+from clbench.errors import SpecError
 from clbench.spec.catalogue import FORMS
 from clbench.spec.fields import field, origin_of
 from clbench.spec.grid import GridAxis
@@ -90,6 +91,8 @@ class NetworkSpec:
                               minimum=0.0, maximum=0.95)
     nf: int = field(64, doc="resnet18: channels of the first stage (then 2nf, 4nf, 8nf); Mammoth's resnet18: 64, GEM's "
                             "reduced ResNet-18: 20", minimum=1, added=True)
+    bias: bool = field(True, doc="mlp: biases in the hidden layers and heads (false: none, as GPM's, WSN's and "
+                                 "SupSup's permuted-MNIST nets)", added=True)
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,24 @@ class TrainingSpec:
                                            "stop below lr_min, best weights restored; false: exactly max_epochs "
                                            "epochs at lr, the last weights kept (the online protocol: max_epochs 1)",
                                  added=True)
+    optimizer: str = field("sgd", doc="sgd (the paper's: plain SGD unless momentum or weight_decay is set) or adam "
+                                      "(torch's Adam at lr, betas 0.9/0.999); rebuilt, its state new, at every task "
+                                      "and lr change", choices=("sgd", "adam"), added=True)
+    momentum: float = field(0.0, doc="sgd's momentum (0: the paper's plain SGD)", minimum=0.0, maximum=0.999,
+                            added=True)
+    weight_decay: float = field(0.0, doc="L2 weight decay of the optimizer (0: none, the paper)", minimum=0.0,
+                                added=True)
     class_loss: str = field("seen", doc="class scenario's cross-entropy (training and validation): seen, over the "
                                         "classes of the tasks seen so far (FACIL); all, over every output of the "
                                         "sequence, future classes included (Mammoth, the DER paper)",
                             choices=("seen", "all"), added=True)
+
+
+def check_optimizer(training: TrainingSpec, where: str, source: str) -> None:
+    """SpecError for a protocol whose optimizer keys contradict each other: momentum with Adam."""
+    if training.optimizer == "adam" and training.momentum:
+        raise SpecError(f"{source}: `{where}.momentum` applies to `{where}.optimizer: sgd`, not adam (Adam's betas "
+                        f"are fixed at 0.9/0.999); remove it")
 
 
 @dataclass(frozen=True)

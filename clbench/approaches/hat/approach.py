@@ -80,6 +80,8 @@ class Hat(Approach):
     monitoring_reporter = "clbench.approaches.hat.report:HatReporter"
     summary = "hard attention to the task (Serra et al. 2018)"
     needs_task_id = True  # its prediction uses the task's attention masks: task-aware evaluation only
+    refuses_bias_free = ("HAT's gated MLP masks and compensates its biases as the reference's (joansj/hat "
+                         "src/networks/mlp_hat.py, get_view_for: fc*.bias)")
     unsupported_networks = {"resnet18": "HAT's masks gate the units of the MLP and the AlexNet-like net (Serra et "
                                         "al. 2018, Sec. 2.2); a ResNet's batch norm (scale, shift, running statistics "
                                         "shared by every task) and residual connections are not masked, and no gated "

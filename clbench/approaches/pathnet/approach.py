@@ -134,6 +134,7 @@ class PathNetApproach(Approach):
     name = "pathnet"
     summary = "PathNet: evolved paths through M modules per layer, earlier paths frozen (Fernando et al. 2017)"
     needs_task_id = True  # its prediction uses the task's path: task-aware evaluation only
+    refuses_bias_free = "PathNet's modules (pathnet/network.py) are built with biases"
     unsupported_networks = {"resnet18": "PathNet's modules are the layers of the MLP or the AlexNet-like net "
                                         "(network.body_plan); residual blocks with batch norm have no module plan"}
     predicts_unlearned_tasks = False  # an unlearned task has no path: no stage-0 or u > t rows

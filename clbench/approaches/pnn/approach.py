@@ -60,6 +60,7 @@ class ProgressiveNetworks(Approach):
     name = "pnn"
     summary = "progressive networks: a new column per task with lateral adapters, older columns frozen"
     needs_task_id = True  # its prediction uses the task's column: task-aware evaluation only
+    refuses_bias_free = "PNN's columns and lateral adapters (pnn/network.py) are built with biases"
     unsupported_networks = {"resnet18": "PNN's columns and lateral adapters are built from the layers of the MLP or "
                                         "the AlexNet-like net (body_plan); no ResNet column with adapters is "
                                         "implemented"}
