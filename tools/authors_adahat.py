@@ -143,26 +143,38 @@ def clarena_run(python: str, configs_root: Path, tasks: int, seed: int, out: Pat
     with open(out / f"clarena-seed{seed}.log", "w") as log:
         subprocess.run(command, cwd=configs_root, check=True, stdout=log, stderr=subprocess.STDOUT,
                        env={**os.environ, "OMP_NUM_THREADS": "1"})
-    matrix = np.full((tasks, tasks), np.nan)
+    return clarena_matrix(folder)
+
+
+def clarena_matrix(folder: Path) -> np.ndarray:
+    """CLArena's stored accuracy matrix (results/acc.csv: a row per stage, a column per task) in %."""
     with open(folder / "results" / "acc.csv") as handle:
-        for row in csv.DictReader(handle):
-            stage = int(row["after_training_task"])
-            for task in range(1, stage + 1):
-                matrix[stage - 1, task - 1] = float(row[f"test_on_task_{task}"])
+        rows = list(csv.DictReader(handle))
+    tasks = len(rows)
+    matrix = np.full((tasks, tasks), np.nan)
+    for row in rows:
+        stage = int(row["after_training_task"])
+        for task in range(1, stage + 1):
+            matrix[stage - 1, task - 1] = float(row[f"test_on_task_{task}"])
     return matrix * 100
 
 
 def clbench_run(tasks: int, seed: int, out: Path, mirror: Path) -> np.ndarray:
     """clbench's adahat on the same protocol and reduction: its task-aware test accuracy matrix (T x T)."""
-    import pandas as pd
-
-    from clbench.metrics import accuracy_matrix
-
     results = out / "clbench"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "CLBENCH_MIRROR": str(mirror)}
     subprocess.run([sys.executable, "-m", "clbench", "train", str(SPEC), "-m", "adahat", "--seeds", str(seed),
                     "--set", f"data.n_tasks={tasks}", "--results", str(results)], check=True, env=env,
                    stdout=subprocess.DEVNULL)
+    return clbench_matrix(results, seed)
+
+
+def clbench_matrix(results: Path, seed: int) -> np.ndarray:
+    """clbench's stored task-aware test accuracy matrix of the adahat run of `seed` in `results`, in %."""
+    import pandas as pd
+
+    from clbench.metrics import accuracy_matrix
+
     [path] = results.glob(f"*/adahat/*/seed-{seed}/accuracy.parquet")
     rows = pd.read_parquet(path)
     rows = rows[(rows["split"] == "test") & (rows["evaluation"] == "task-aware")]
@@ -180,19 +192,29 @@ def summary(matrices: list[np.ndarray]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("section", choices=("functions", "runs"))
+    parser.add_argument("section", choices=("functions", "runs", "summary"))
     parser.add_argument("--clarena-python", required=True, help="the CLArena venv's python")
     parser.add_argument("--clarena-configs", type=Path, help="the folder that holds the CLArena configs/")
     parser.add_argument("--mirror", type=Path, default=Path("/work/shared/data"))
     parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--seeds", default="1,2,3", help="CLArena refuses global_seed 0")
     parser.add_argument("--cases", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=Path("adahat-side-by-side"))
+    parser.add_argument("--out", type=Path, default=Path("adahat-side-by-side"),
+                        help="runs: where both tools write; summary: a folder of earlier `runs` outputs, searched")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.section == "functions":
         worst = compare_functions(args.clarena_python, args.cases)
         print(f"largest relative difference over {args.cases} cases: {worst:.2e}")
+        return
+    if args.section == "summary":
+        seeds = [int(s) for s in args.seeds.split(",")]
+        theirs = [clarena_matrix(next(args.out.rglob(f"clarena-seed{seed}"))) for seed in seeds]
+        ours = [clbench_matrix(next(path for path in args.out.rglob("clbench")
+                                    if list(path.glob(f"*/adahat/*/seed-{seed}/accuracy.parquet"))), seed)
+                for seed in seeds]
+        print(f"CLArena adahat: {summary(theirs)}")
+        print(f"clbench adahat: {summary(ours)}")
         return
     args.out.mkdir(parents=True, exist_ok=True)
     place_mnist(args.mirror, args.clarena_configs)
