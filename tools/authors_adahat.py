@@ -2,17 +2,20 @@
 
     python tools/authors_adahat.py functions --clarena-python /work/authors/adahat/venv/bin/python
     python tools/authors_adahat.py runs --clarena-python ... --clarena-configs /work/authors/adahat/research \
-        --tasks 10 --seeds 0,1,2 --mirror /work/shared/data --out /tmp/adahat-sbs
+        --tasks 5 --seeds 1,2,3 --mirror /work/shared/data --out /tmp/adahat-sbs [--torch-init]
+    python tools/authors_adahat.py summary --clarena-python ... --out /tmp/adahat-sbs --seeds 1,2,3 [--torch-init]
 
 `functions`: random summative masks, training masks, cumulative masks and gradients for CLArena's permuted-MNIST
 network (784-256-100-64, every layer gated); CLArena's `AdaHAT.clip_grad_by_adjustment` and its per-layer network
 sparsity (`HATMaskSparsityReg`) are called on them in CLArena's interpreter, clbench's
 `clbench.approaches.adahat.functions` here, and the adjusted gradients compared (max relative difference).
 
-`runs`: CLArena's AdaHAT on its permuted-MNIST experiment (configs/index/adahat_paper/adahat_pmnist_20tasks.yaml) and
+`runs` (`summary`: the same table from earlier `runs` outputs): CLArena's AdaHAT on its permuted-MNIST experiment
+(configs/index/adahat_paper/adahat_pmnist_20tasks.yaml) and
 clbench's `adahat` on `tools/authors_adahat_pmnist.yaml` (the same protocol, each value citing its source), seed by
 seed in turns, one thread each, both reduced the same way by `--tasks` (the first N permutations); then the final
-average accuracy and BWT, mean (std) over seeds, of both.
+average accuracy and BWT, mean (std) over seeds, of both. `--torch-init` runs clbench with PyTorch's default
+`nn.Linear` initialisation, CLArena's (clbench's networks are Xavier-uniform with zero biases, the HAT paper's).
 
 What it needs (nothing of it is shipped):
 - CLArena: `fetch github:pengxiang-wang/continual-learning-arena` at bf58528aab9e010832c4c564fbf0e170b4c3b981, installed
@@ -159,13 +162,20 @@ def clarena_matrix(folder: Path) -> np.ndarray:
     return matrix * 100
 
 
-def clbench_run(tasks: int, seed: int, out: Path, mirror: Path) -> np.ndarray:
+# clbench's CLI with PyTorch's default nn.Linear initialisation (CLArena's) instead of clbench's Xavier-uniform
+# weights and zero biases (`clbench.nets.common.MultiHeadNet.reset_parameters`, the HAT paper's).
+TORCH_INIT_CLI = ("import sys, clbench.nets.common as common; "
+                  "common.MultiHeadNet.reset_parameters = lambda self: None; "
+                  "from clbench.cli import app; app(sys.argv[1:])")
+
+
+def clbench_run(tasks: int, seed: int, out: Path, mirror: Path, torch_init: bool = False) -> np.ndarray:
     """clbench's adahat on the same protocol and reduction: its task-aware test accuracy matrix (T x T)."""
-    results = out / "clbench"
+    results = out / ("clbench-torch-init" if torch_init else "clbench")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "CLBENCH_MIRROR": str(mirror)}
-    subprocess.run([sys.executable, "-m", "clbench", "train", str(SPEC), "-m", "adahat", "--seeds", str(seed),
-                    "--set", f"data.n_tasks={tasks}", "--results", str(results)], check=True, env=env,
-                   stdout=subprocess.DEVNULL)
+    cli = [sys.executable, "-c", TORCH_INIT_CLI] if torch_init else [sys.executable, "-m", "clbench"]
+    subprocess.run([*cli, "train", str(SPEC), "-m", "adahat", "--seeds", str(seed), "--set", f"data.n_tasks={tasks}",
+                    "--results", str(results)], check=True, env=env, stdout=subprocess.DEVNULL)
     return clbench_matrix(results, seed)
 
 
@@ -199,6 +209,8 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--seeds", default="1,2,3", help="CLArena refuses global_seed 0")
     parser.add_argument("--cases", type=int, default=10)
+    parser.add_argument("--torch-init", action="store_true",
+                        help="clbench with PyTorch's default Linear init (CLArena's), not its Xavier-uniform one")
     parser.add_argument("--out", type=Path, default=Path("adahat-side-by-side"),
                         help="runs: where both tools write; summary: a folder of earlier `runs` outputs, searched")
     args = parser.parse_args()
@@ -209,8 +221,10 @@ def main() -> None:
         return
     if args.section == "summary":
         seeds = [int(s) for s in args.seeds.split(",")]
-        theirs = [clarena_matrix(next(args.out.rglob(f"clarena-seed{seed}"))) for seed in seeds]
-        ours = [clbench_matrix(next(path for path in args.out.rglob("clbench")
+        theirs = [clarena_matrix(next(path for path in args.out.rglob(f"clarena-seed{seed}")
+                                      if (path / "results" / "acc.csv").exists())) for seed in seeds]
+        folder = "clbench-torch-init" if args.torch_init else "clbench"
+        ours = [clbench_matrix(next(path for path in args.out.rglob(folder)
                                     if list(path.glob(f"*/adahat/*/seed-{seed}/accuracy.parquet"))), seed)
                 for seed in seeds]
         print(f"CLArena adahat: {summary(theirs)}")
@@ -221,7 +235,7 @@ def main() -> None:
     theirs, ours = [], []
     for seed in (int(s) for s in args.seeds.split(",")):
         theirs.append(clarena_run(args.clarena_python, args.clarena_configs, args.tasks, seed, args.out))
-        ours.append(clbench_run(args.tasks, seed, args.out, args.mirror))
+        ours.append(clbench_run(args.tasks, seed, args.out, args.mirror, args.torch_init))
         print(f"seed {seed}: CLArena {theirs[-1][-1].mean():.2f}, clbench {ours[-1][-1].mean():.2f}", flush=True)
     print(f"CLArena adahat: {summary(theirs)}")
     print(f"clbench adahat: {summary(ours)}")
