@@ -172,7 +172,8 @@ def test_built_in_reporters_match_what_the_approach_classes_declare() -> None:
     from clbench.approaches.registry import REGISTRY
 
     declared = {name: cls.monitoring_reporter for name, cls in REGISTRY.items() if cls.monitoring_reporter}
-    assert declared == LEGACY_REPORTERS
+    # the table is frozen: methods added since (adahat) record their reporter in run.json and are not in it
+    assert {name: reporter for name, reporter in declared.items() if name != "adahat"} == LEGACY_REPORTERS
 
 
 def test_a_trained_run_records_its_reporter_and_report_uses_it(tmp_path: Path) -> None:
