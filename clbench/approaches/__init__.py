@@ -13,6 +13,7 @@ imports torch and registers every built-in; import its names, `resolve` (`clbenc
 from __future__ import annotations
 
 BUILTINS: dict[str, str] = {
+    "adahat": "clbench.approaches.adahat.approach:AdaHat",
     "agem": "clbench.approaches.replay.agem:AGEM",
     "derpp": "clbench.approaches.replay.derpp:DERPlusPlus",
     "er": "clbench.approaches.replay.er:ExperienceReplay",

@@ -17,9 +17,9 @@ from clbench.spec import benchmark_names, benchmarks_dir, load_benchmark
 pytestmark = pytest.mark.usefixtures("restored_registry")
 
 # no ResNet body: each says why (`unsupported_networks`)
-RESNET18 = {"gpm", "hat", "packnet", "pathnet", "pnn", "supsup"}
+RESNET18 = {"adahat", "gpm", "hat", "packnet", "pathnet", "pnn", "supsup"}
 MLP_ONLY = {"supsup"}  # no AlexNet-like body either
-NEED_TASK_ID = {"hat", "packnet", "pathnet", "pnn"}  # refused in the domain scenario with icarl (`refuses_domain`)
+NEED_TASK_ID = {"adahat", "hat", "packnet", "pathnet", "pnn"}  # refused in the domain scenario with icarl
 # The shipped matrix's refusals, by hand: benchmark -> {approach: the spec key that refuses it}.
 REFUSED = {
     "cifar10-5": dict.fromkeys(RESNET18, "network.kind"),
@@ -51,10 +51,11 @@ def test_list_shows_every_refusal_and_exits_0() -> None:
     code, output = invoke_fresh("list", "-b", "seq-mnist", "-b", "rot-mnist")
     assert code == 0, output  # before: pathnet's protocol refusal ended `list` with exit 2
     pathnet = output[output.rindex("│ pathnet"):].split("│")[1:4]  # the parameter table is the last one
-    assert [cell.strip() for cell in pathnet] == ["pathnet", "refused (2)", "refused (6)"]
+    assert [cell.strip() for cell in pathnet] == ["pathnet", "refused (2)", "refused (7)"]
     hat = output[output.rindex("│ hat"):].split("│")[1:4]
-    assert hat[1].strip().replace(",", "").isdigit() and hat[2].strip() == "refused (3)"  # counted on seq-mnist
-    for number, (benchmark, name) in enumerate([("seq-mnist", "gpm"), ("seq-mnist", "pathnet"), ("rot-mnist", "hat"),
+    assert hat[1].strip().replace(",", "").isdigit() and hat[2].strip() == "refused (4)"  # counted on seq-mnist
+    for number, (benchmark, name) in enumerate([("seq-mnist", "gpm"), ("seq-mnist", "pathnet"), ("rot-mnist", "adahat"),
+                                                ("rot-mnist", "hat"),
                                                 ("rot-mnist", "icarl"),
                                                 ("rot-mnist", "packnet"), ("rot-mnist", "pathnet"),
                                                 ("rot-mnist", "pnn")], 1):

@@ -111,7 +111,7 @@ def host_syncs_in_epoch(approach, data, optimizer) -> int:  # type: ignore[no-un
     return sum("synchroniz" in str(warning.message) for warning in caught)
 
 
-@pytest.mark.parametrize("method", ["sgd", "hat", "ewc", "lwf", "imm-mode"])
+@pytest.mark.parametrize("method", ["sgd", "hat", "adahat", "ewc", "lwf", "imm-mode"])
 def test_the_training_step_never_waits_for_the_gpu(method: str, tmp_path: Path) -> None:
     """No per-batch host synchronisation: an epoch of 8 batches synchronises as often as one of 2 (the loss is
     read once per epoch), at stage 2, where HAT's gradient masks and the penalties of task 1 are active."""

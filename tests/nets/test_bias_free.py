@@ -43,7 +43,7 @@ def test_only_the_mlp_takes_it() -> None:
         load_benchmark("cifar100-10", ["network.bias=false"])
 
 
-@pytest.mark.parametrize("method", ["hat", "pathnet", "pnn"])
+@pytest.mark.parametrize("method", ["adahat", "hat", "pathnet", "pnn"])
 def test_approaches_whose_networks_keep_biases_refuse_it_in_one_line(method: str) -> None:
     spec = load_benchmark("pmnist", ["network.bias=false"])
     problem = refusal(spec, method)

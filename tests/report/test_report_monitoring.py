@@ -176,7 +176,7 @@ def test_built_in_reporters_match_what_the_approach_classes_declare() -> None:
     # it; each such string names a built-in reporter module
     assert {name: declared.get(name) for name in LEGACY_REPORTERS} == LEGACY_REPORTERS
     added = set(declared) - set(LEGACY_REPORTERS)
-    assert {"gpm", "supsup"} <= added
+    assert {"adahat", "gpm", "supsup"} <= added
     assert all(re.fullmatch(r"clbench\.approaches\.[\w.]+\.report:\w+", declared[name]) for name in added)
 
 

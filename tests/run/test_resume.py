@@ -198,7 +198,8 @@ def stop_child_in_task_2(arguments: list[str], run_root: Path, how: signal.Signa
 
 @pytest.mark.parametrize(("method", "how"), [("sgd", signal.SIGKILL), ("ewc", signal.SIGINT),
                                              ("sgd", signal.SIGTERM),
-                                             pytest.param("hat", signal.SIGKILL, marks=pytest.mark.slow)])
+                                             pytest.param("hat", signal.SIGKILL, marks=pytest.mark.slow),
+                                             pytest.param("adahat", signal.SIGKILL, marks=pytest.mark.slow)])
 def test_train_stopped_in_task_2_resumes_with_the_uninterrupted_numbers(
         method: str, how: signal.Signals, tmp_path: Path, synthetic_cli: None) -> None:
     spec_file = tmp_path / "tiny.yaml"

@@ -133,9 +133,14 @@ class Hat(Approach):
         return self.hparams.c * hat_functions.weighted_attention(masks, self.regulariser_weights)
 
     def loss(self, batch: Batch, step: StepInfo) -> torch.Tensor:
-        self.step_scale = self.scale(step)
-        logits, masks = self.network.forward_with_masks(batch.inputs, batch.task, self.step_scale)
+        logits, masks = self.training_forward(batch, step)
         return functional.cross_entropy(logits, batch.targets) + self.regulariser(masks)
+
+    def training_forward(self, batch: Batch, step: StepInfo) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """(logits, masks a^t) of a training batch at the step's annealed s (Eqs. 1, 3); s is kept for the
+        compensation in `before_step`. AdaHAT also keeps the masks (its network sparsity)."""
+        self.step_scale = self.scale(step)
+        return self.network.forward_with_masks(batch.inputs, batch.task, self.step_scale)
 
     def validation_loss(self, batch: Batch, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Summed CE + c R at s = smax (R does not depend on the batch: it counts once per sample)."""
