@@ -32,6 +32,7 @@ BUILTINS: dict[str, str] = {
     "sgd": "clbench.approaches.sgd:SGD",
     "sgd-f": "clbench.approaches.sgd_frozen:SGDFrozen",
     "si": "clbench.approaches.importance.si:SI",
+    "wsn": "clbench.approaches.wsn.approach:WSN",
 }
 """Built-in method name -> "module:Class" (registered by `clbench.approaches.registry`, as plugins are)."""
 
