@@ -50,7 +50,7 @@ TRAIN_IMAGES = {"mlp": 160, "alexnet": 160, "resnet18": 160}
 # rounding with every step. At these settings no prediction moved and no loss by more than 8.5e-6 (DEFAULT) and
 # 2.2e-6 (AVX2) against AVX512 (one torch, one Intel Xeon): a factor of about 12 under `LOSS_RTOL`.
 RESNET18_GOLDEN_TRAINING = replace(TINY_TRAINING, max_epochs=1, lr=0.0005)
-REFUSE_RESNET18 = ("hat", "packnet", "pathnet", "pnn")  # masks, modules and columns of the MLP/AlexNet layers
+REFUSE_RESNET18 = ("hat", "packnet", "pathnet", "pnn", "wsn")  # masks, modules and columns of the MLP/AlexNet layers
 CLASS_SCENARIO_METHODS = ("agem", "derpp", "er", "icarl", "joint", "sgd")
 
 
