@@ -1,6 +1,6 @@
 """The walk a user takes, as a matrix: every shipped benchmark x every command that takes one (`list -b`, `spec`,
 `train`, `evaluate`, `report` in every format and option, `tune`) x every scenario, for one approach of each family
-(ewc: regularisation, er: replay, hat and packnet: parameter isolation, joint and random: the references), on
+(ewc: regularisation, er: replay, hat, packnet and wsn: parameter isolation, joint and random: the references), on
 synthetic data in each benchmark's shapes, with tiny settings.
 
 Each (benchmark, scenario) is trained once per module (one `train` per approach: a refusal is a cell of its own);
@@ -33,7 +33,7 @@ from clbench.cli import app
 BENCHMARKS = ("mnist2", "pmnist", "mixture8", "cifar-incremental", "mnist5", "cifar100-10", "seq-mnist",
               "rot-mnist", "cifar10-5")
 SCENARIOS = ("task", "class", "domain")
-FAMILIES = ("ewc", "er", "hat", "packnet", "joint", "random")
+FAMILIES = ("ewc", "er", "hat", "packnet", "wsn", "joint", "random")
 EVALUATIONS = ("task-aware", "task-agnostic")
 SPLITS = ("test", "validation")
 METRICS = ("forgetting-ratio", "accuracy", "bwt", "forgetting", "forgetting-mammoth", "intransigence",
@@ -43,8 +43,8 @@ FAST = {("mnist2", "task"), ("mnist2", "class"), ("mnist2", "domain")}
 # What the specs and the approaches refuse, read by hand from benchmarks/*.yaml and the approaches' classes.
 UNEQUAL_TASKS = {"mixture8", "cifar-incremental"}  # tasks of different class counts: no domain scenario
 NO_VALIDATION = {"seq-mnist", "cifar10-5"}  # data.validation_fraction 0 (the online protocol)
-NEEDS_TASK_ID = {"hat", "packnet"}  # their prediction picks the task's masks: no domain scenario
-NO_RESNET = {"hat", "packnet"}  # no ResNet-18 (cifar10-5's body)
+NEEDS_TASK_ID = {"hat", "packnet", "wsn"}  # their prediction picks the task's masks: no domain scenario
+NO_RESNET = {"hat", "packnet", "wsn"}  # no ResNet-18 (cifar10-5's body)
 RESNET = {"cifar10-5"}
 ALEXNET = {"mixture8", "cifar-incremental", "cifar100-10"}
 MANY_TASKS = {"pmnist", "rot-mnist"}  # permuted, rotated: data.n_tasks

@@ -17,7 +17,7 @@ from clbench.spec import benchmark_names, benchmarks_dir, load_benchmark
 pytestmark = pytest.mark.usefixtures("restored_registry")
 
 RESNET18 = {"hat", "packnet", "pathnet", "pnn", "wsn"}  # no ResNet body: each says why (`unsupported_networks`)
-NEED_TASK_ID = {"hat", "packnet", "pathnet", "pnn", "wsn"}  # refused in the domain scenario with icarl (`refuses_domain`)
+NEED_TASK_ID = {"hat", "packnet", "pathnet", "pnn", "wsn"}  # refused in the domain scenario, as icarl
 # The shipped matrix's refusals, by hand: benchmark -> {approach: the spec key that refuses it}.
 REFUSED = {
     "cifar10-5": dict.fromkeys(RESNET18, "network.kind"),
