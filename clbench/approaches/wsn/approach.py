@@ -116,15 +116,10 @@ class WSN(Approach):
 
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
         """Store the task's mask (the last training step's) and add it to the used weights."""
-        masks = {name: self.last_mask(name, gate) for name, gate in self.gates.items()}
+        masks = {name: last_mask(gate) for name, gate in self.gates.items()}
         self.task_masks[stage] = {name: functions.pack_mask(mask) for name, mask in masks.items()}
         self.used = {name: functions.union(self.used[name], masks[name]) for name in self.gates}
         self.learning = None
-
-    @staticmethod
-    def last_mask(name: str, gate: SubnetMask) -> torch.Tensor:
-        """The mask of the last training step (the scores' top-c now if no step ran)."""
-        return gate.last.bool() if gate.last is not None else gate.current_mask()
 
     # ------------------------------------------------------------------ evaluation
     def mask_of(self, task: int) -> Masks:
@@ -134,7 +129,7 @@ class WSN(Approach):
             return {name: functions.unpack_mask(packed, self.gates[name].scores.shape)
                     for name, packed in self.task_masks[task].items()}
         if task == self.learning:
-            return {name: self.last_mask(name, gate) for name, gate in self.gates.items()}
+            return {name: last_mask(gate) for name, gate in self.gates.items()}
         return {name: gate.current_mask() for name, gate in self.gates.items()}
 
     def set_masks(self, masks: Masks | None) -> None:
@@ -183,6 +178,11 @@ class WSN(Approach):
                                      int(self.task_masks[stage][name].numel())))
         rows.append(total_row(rows))
         return {"wsn_capacity": rows}
+
+
+def last_mask(gate: SubnetMask) -> torch.Tensor:
+    """A layer's mask of the last training step (the scores' top-c now if no step ran), as bool."""
+    return gate.last.bool() if gate.last is not None else gate.current_mask()
 
 
 def capacity_row(layer: str, mask: torch.Tensor, used_before: torch.Tensor, used: torch.Tensor,
