@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
-import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -107,14 +106,13 @@ def run_authors(authors: Path, seed: int, nperm: int, sparsity: float, epochs: i
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     with open(folder / f"log-c{sparsity}-T{nperm}.txt", "w") as log:
         subprocess.run(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
-    return folder / "results2" / "wsn_pmnist" / f"wsn_pmnist_SEED_{seed}_LR_0.001_SPARSITY_{sparsity}.acc"
+    return folder / "results2" / "wsn_pmnist" / f"wsn_pmnist_SEED_{seed}_LR_0.001_SPARSITY_{sparsity}.acc.npy"
 
 
 def authors_matrix(authors: Path, seed: int, sparsity: float) -> np.ndarray:
-    name = f"wsn_pmnist_SEED_{seed}_LR_0.001_SPARSITY_{sparsity}.acc"  # main_wsn_pmnist.py:267-268
-    path = authors / f"seed{seed}" / "results2" / "wsn_pmnist" / name
-    with open(path, "rb") as handle:
-        return np.asarray(pickle.load(handle)) / 100.0
+    # main_wsn_pmnist.py:267-268 through utils.py's safe_save (np.save, which adds .npy)
+    name = f"wsn_pmnist_SEED_{seed}_LR_0.001_SPARSITY_{sparsity}.acc.npy"
+    return np.load(authors / f"seed{seed}" / "results2" / "wsn_pmnist" / name) / 100.0
 
 
 def final_accuracy_and_bwt(matrix: np.ndarray) -> tuple[float, float]:
@@ -185,7 +183,7 @@ def describe(name: str, matrices: list[np.ndarray]) -> str:
     values = np.array([final_accuracy_and_bwt(matrix) for matrix in matrices])  # (seeds, 2)
     mean, std = values.mean(axis=0), values.std(axis=0, ddof=1) if len(values) > 1 else np.zeros(2)
     return (f"{name}: final average accuracy {100 * mean[0]:.2f} ({100 * std[0]:.2f}), BWT {100 * mean[1]:.2f} "
-            f"({100 * std[1]:.2f}) over {len(values)} seeds: {[round(100 * v, 2) for v in values[:, 0]]}")
+            f"({100 * std[1]:.2f}) over {len(values)} seeds: {[round(100 * float(v), 2) for v in values[:, 0]]}")
 
 
 def main() -> None:
