@@ -106,12 +106,12 @@ def run_authors(authors: Path, seed: int, nperm: int, sparsity: float, epochs: i
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     with open(folder / f"log-c{sparsity}-T{nperm}.txt", "w") as log:
         subprocess.run(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
-    return folder / "results2" / "wsn_pmnist" / f"wsn_pmnist_SEED_{seed}_LR_0.001_SPARSITY_{sparsity}.acc.npy"
+    return folder / "results2" / "wsn_pmnist" / f"wsn_pmnist_SEED_{seed}_LR_0.001_SPARSITY_{1 - (1 - sparsity)}.acc.npy"
 
 
 def authors_matrix(authors: Path, seed: int, sparsity: float) -> np.ndarray:
-    # main_wsn_pmnist.py:267-268 through utils.py's safe_save (np.save, which adds .npy)
-    name = f"wsn_pmnist_SEED_{seed}_LR_0.001_SPARSITY_{sparsity}.acc.npy"
+    # main_wsn_pmnist.py:267-268 (named with 1 - (1 - c), line 333) through utils.py's safe_save (np.save: .npy)
+    name = f"wsn_pmnist_SEED_{seed}_LR_0.001_SPARSITY_{1 - (1 - sparsity)}.acc.npy"
     return np.load(authors / f"seed{seed}" / "results2" / "wsn_pmnist" / name) / 100.0
 
 
@@ -152,22 +152,30 @@ approaches:
 
 
 def run_clbench(out: Path, seeds: list[int], nperm: int, sparsity: float, train_samples: int | None,
-                epochs: int) -> None:
+                epochs: int, torch_init: bool = False) -> None:
+    """`clbench train` on the authors' protocol; `torch_init`: with their layers' initialisation
+    (tools/authors_wsn_init.py) instead of clbench's Xavier-uniform bodies."""
     out.mkdir(parents=True, exist_ok=True)
-    spec = out / f"pmnist-wsn-c{sparsity}-T{nperm}.yaml"
-    spec.write_text(clbench_spec(nperm, sparsity, train_samples, epochs))
+    spec = out / f"pmnist-wsn-c{sparsity}-T{nperm}{'-torch-init' if torch_init else ''}.yaml"
+    text = clbench_spec(nperm, sparsity, train_samples, epochs)
+    method = "wsn"
+    if torch_init:
+        method = str(Path(__file__).resolve().parent / "authors_wsn_init.py") + ":WSNTorchInit"
+        text = text.replace("  wsn: {c:", "  wsn-torch-init: {c:")
+    spec.write_text(text)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CLBENCH_MIRROR": os.environ.get("CLBENCH_MIRROR",
                                                                                      "/work/shared/data")}
-    command = [sys.executable, "-m", "clbench", "train", str(spec), "--method", "wsn", "--seeds",
-               ",".join(str(seed) for seed in seeds), "--results", str(out / f"c{sparsity}-T{nperm}"), "--device",
-               "cpu"]
+    results = out / (f"c{sparsity}-T{nperm}" + ("-torch-init" if torch_init else ""))
+    command = [sys.executable, "-m", "clbench", "train", str(spec), "--method", method, "--seeds",
+               ",".join(str(seed) for seed in seeds), "--results", str(results), "--device", "cpu"]
     subprocess.run(command, env=env, check=True)
 
 
-def clbench_matrices(out: Path, nperm: int, sparsity: float) -> list[np.ndarray]:
+def clbench_matrices(out: Path, nperm: int, sparsity: float, torch_init: bool = False) -> list[np.ndarray]:
     import pandas as pd
 
-    frame = pd.concat(pd.read_parquet(path) for path in (out / f"c{sparsity}-T{nperm}").rglob("accuracy.parquet"))
+    results = out / (f"c{sparsity}-T{nperm}" + ("-torch-init" if torch_init else ""))
+    frame = pd.concat(pd.read_parquet(path) for path in results.rglob("accuracy.parquet"))
     frame = frame[(frame["evaluation"] == "task-aware") & (frame["split"] == "test") & (frame["stage"] >= 1)]
     matrices = []
     for _, runs in frame.groupby("seed"):
@@ -197,6 +205,7 @@ def main() -> None:
     parser.add_argument("--sparsity", type=float, default=0.5, help="c, the kept fraction (the script's $3)")
     parser.add_argument("--train-samples", type=int, default=None)
     parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--torch-init", action="store_true", help="clbench with the authors' layer initialisation")
     args = parser.parse_args()
     if args.command == "prepare":
         patch(args.authors / "WSN")
@@ -206,11 +215,14 @@ def main() -> None:
         for seed in args.seeds:
             run_authors(args.authors, seed, args.nperm, args.sparsity, args.epochs)
     elif args.command == "clbench":
-        run_clbench(args.out, args.seeds, args.nperm, args.sparsity, args.train_samples, args.epochs)
+        run_clbench(args.out, args.seeds, args.nperm, args.sparsity, args.train_samples, args.epochs, args.torch_init)
     else:
         authors = [authors_matrix(args.authors, seed, args.sparsity) for seed in args.seeds]
         print(describe("authors", authors))
         print(describe("clbench", clbench_matrices(args.out, args.nperm, args.sparsity)))
+        if any(args.out.glob(f"c{args.sparsity}-T{args.nperm}-torch-init")):
+            print(describe("clbench, the authors' initialisation",
+                           clbench_matrices(args.out, args.nperm, args.sparsity, torch_init=True)))
 
 
 if __name__ == "__main__":
