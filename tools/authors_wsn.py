@@ -25,7 +25,11 @@ Usage:
     python tools/authors_wsn.py prepare --authors /work/authors/wsn --seeds 1 2 3 --train-samples 6000
     python tools/authors_wsn.py authors --authors /work/authors/wsn --seeds 1 2 3 --nperm 3 --sparsity 0.5
     python tools/authors_wsn.py clbench --out /tmp/wsn-sbs --seeds 1 2 3 --nperm 3 --sparsity 0.5 --train-samples 6000
-    python tools/authors_wsn.py summary --authors /work/authors/wsn --out /tmp/wsn-sbs --sparsity 0.5
+    python tools/authors_wsn.py clbench ... --torch-init   # the authors' layer initialisation (authors_wsn_init.py)
+    python tools/authors_wsn.py summary --authors /work/authors/wsn --out /tmp/wsn-sbs --sparsity 0.5 --nperm 3
+
+Seen (README, "WSN"): 5 tasks, 6000 images, seeds 1-3: c 0.5 authors 92.75 (0.32), clbench 93.13 (0.14), clbench
+with their initialisation 92.94 (0.05); c 0.1: 92.14 (0.01), 93.12 (0.12), 92.26 (0.22).
 """
 
 from __future__ import annotations
