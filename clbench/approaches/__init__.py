@@ -35,6 +35,7 @@ BUILTINS: dict[str, str] = {
     "sgd-f": "clbench.approaches.sgd_frozen:SGDFrozen",
     "si": "clbench.approaches.importance.si:SI",
     "supsup": "clbench.approaches.supsup.approach:SupSup",
+    "wsn": "clbench.approaches.wsn.approach:WSN",
 }
 """Built-in method name -> "module:Class" (registered by `clbench.approaches.registry`, as plugins are)."""
 

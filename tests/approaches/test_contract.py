@@ -51,7 +51,7 @@ TRAIN_IMAGES = {"mlp": 160, "alexnet": 160, "resnet18": 160}
 # 2.2e-6 (AVX2) against AVX512 (one torch, one Intel Xeon): a factor of about 12 under `LOSS_RTOL`.
 RESNET18_GOLDEN_TRAINING = replace(TINY_TRAINING, max_epochs=1, lr=0.0005)
 # bases, masks, modules and columns of the MLP/AlexNet layers
-REFUSE_RESNET18 = ("adahat", "gpm", "hat", "packnet", "pathnet", "pnn", "supsup")
+REFUSE_RESNET18 = ("adahat", "gpm", "hat", "packnet", "pathnet", "pnn", "supsup", "wsn")
 CLASS_SCENARIO_METHODS = ("agem", "derpp", "er", "icarl", "joint", "sgd", "supsup")
 
 

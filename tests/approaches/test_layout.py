@@ -53,7 +53,8 @@ def builtin_reporters() -> dict[str, str]:
 def test_builtins_declare_reporters_in_their_folders() -> None:
     assert sorted(builtin_reporters()) == ["clbench.approaches.gpm.report", "clbench.approaches.hat.report",
                                            "clbench.approaches.importance.report",
-                                           "clbench.approaches.packnet.report", "clbench.approaches.supsup.report"]
+                                           "clbench.approaches.packnet.report", "clbench.approaches.supsup.report",
+                                           "clbench.approaches.wsn.report"]
 
 
 @pytest.mark.parametrize("module", sorted(builtin_reporters()))

@@ -16,7 +16,7 @@ from clbench.approaches.regularizers import task_fisher
 from clbench.errors import SpecError
 
 SPEC = tiny_resnet_spec(nf=4, augment=False, training=replace(TINY_TRAINING, max_epochs=2))
-REFUSED = ("adahat", "gpm", "hat", "packnet", "pathnet", "pnn", "supsup")
+REFUSED = ("adahat", "gpm", "hat", "packnet", "pathnet", "pnn", "supsup", "wsn")
 
 
 @pytest.fixture(scope="module")

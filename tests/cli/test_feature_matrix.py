@@ -1,8 +1,8 @@
 """The walk a user takes, as a matrix: every shipped benchmark x every command that takes one (`list -b`, `spec`,
 `train`, `evaluate`, `report` in every format and option, `tune`) x every scenario, for one approach of each family
-(ewc: regularisation, er: replay, hat and packnet: parameter isolation, gpm: gradient projection, supsup: masks
-over fixed weights with the task inferred, joint and random: the references), on synthetic data in each benchmark's
-shapes, with tiny settings.
+(ewc: regularisation, er: replay, hat, adahat, packnet and wsn: parameter isolation, gpm: gradient projection,
+supsup: masks over fixed weights with the task inferred, joint and random: the references), on synthetic data in
+each benchmark's shapes, with tiny settings.
 
 Each (benchmark, scenario) is trained once per module (one `train` per approach: a refusal is a cell of its own);
 every other command then reads that results folder. The invariants of every cell: the exit code expected (0, or 2
@@ -34,7 +34,7 @@ from clbench.cli import app
 BENCHMARKS = ("mnist2", "pmnist", "mixture8", "cifar-incremental", "mnist5", "cifar100-10", "seq-mnist",
               "rot-mnist", "cifar10-5")
 SCENARIOS = ("task", "class", "domain")
-FAMILIES = ("ewc", "er", "hat", "adahat", "packnet", "gpm", "supsup", "joint", "random")
+FAMILIES = ("ewc", "er", "hat", "adahat", "packnet", "wsn", "gpm", "supsup", "joint", "random")
 EVALUATIONS = ("task-aware", "task-agnostic")
 SPLITS = ("test", "validation")
 METRICS = ("forgetting-ratio", "accuracy", "bwt", "forgetting", "forgetting-mammoth", "intransigence",
@@ -44,9 +44,9 @@ FAST = {("mnist2", "task"), ("mnist2", "class"), ("mnist2", "domain")}
 # What the specs and the approaches refuse, read by hand from benchmarks/*.yaml and the approaches' classes.
 UNEQUAL_TASKS = {"mixture8", "cifar-incremental"}  # tasks of different class counts: no domain scenario
 NO_VALIDATION = {"seq-mnist", "cifar10-5"}  # data.validation_fraction 0 (the online protocol)
-NEEDS_TASK_ID = {"hat", "adahat", "packnet"}  # their prediction picks the task's masks: no domain scenario
+NEEDS_TASK_ID = {"hat", "adahat", "packnet", "wsn"}  # their prediction picks the task's masks: no domain scenario
 NO_DOMAIN = {*NEEDS_TASK_ID, "supsup"}  # supsup trains one mask per task with its id: no domain scenario either
-NO_RESNET = {"hat", "adahat", "packnet", "gpm", "supsup"}  # no ResNet-18 (cifar10-5's body)
+NO_RESNET = {"hat", "adahat", "packnet", "wsn", "gpm", "supsup"}  # no ResNet-18 (cifar10-5's body)
 MLP_ONLY = {"supsup"}  # no AlexNet-like body either
 REFUSES_CLASS = {"gpm"}  # the class scenario (`refuses_class`)
 RESNET = {"cifar10-5"}

@@ -17,9 +17,9 @@ from clbench.spec import benchmark_names, benchmarks_dir, load_benchmark
 pytestmark = pytest.mark.usefixtures("restored_registry")
 
 # no ResNet body: each says why (`unsupported_networks`)
-RESNET18 = {"adahat", "gpm", "hat", "packnet", "pathnet", "pnn", "supsup"}
+RESNET18 = {"adahat", "gpm", "hat", "packnet", "pathnet", "pnn", "supsup", "wsn"}
 MLP_ONLY = {"supsup"}  # no AlexNet-like body either
-NEED_TASK_ID = {"adahat", "hat", "packnet", "pathnet", "pnn"}  # refused in the domain scenario with icarl
+NEED_TASK_ID = {"adahat", "hat", "packnet", "pathnet", "pnn", "wsn"}  # refused in the domain scenario with icarl
 # The shipped matrix's refusals, by hand: benchmark -> {approach: the spec key that refuses it}.
 REFUSED = {
     "cifar10-5": dict.fromkeys(RESNET18, "network.kind"),

@@ -63,7 +63,7 @@ def test_every_approach_section_resolves_to_mammoths_best_args(buffer: int) -> N
 
 def test_the_parameter_table_leaves_out_the_approaches_that_refuse_resnet18() -> None:
     counts = parameter_counts(load_benchmark("cifar10-5"))
-    assert not {"adahat", "hat", "packnet", "pathnet", "pnn"} & set(counts)
+    assert not {"adahat", "gpm", "hat", "packnet", "pathnet", "pnn", "supsup", "wsn"} & set(counts)
     assert counts["sgd"] == 11_173_962  # Mammoth's resnet18 with 10 outputs: five heads of two (tests/nets)
 
 

@@ -32,6 +32,10 @@ def _variants(name: str) -> list[str | None]:
     return [None, *(raw.get("variants") or {})]
 
 
+# Approaches whose shipped sections keep their authors' optimiser and lr (cited in the specs): (optimizer, lr).
+AUTHORS_OPTIMIZER = {"wsn": ("adam", 0.001), "supsup": ("rmsprop", 1e-4)}
+
+
 @pytest.mark.parametrize("name", benchmark_names())
 def test_shipped_specs_validate_with_every_approach_section(name: str) -> None:
     assert set(benchmark_names()) >= {"mnist2", "pmnist", "mixture8", "cifar-incremental"}
@@ -42,9 +46,9 @@ def test_shipped_specs_validate_with_every_approach_section(name: str) -> None:
         for method in spec.approaches:
             resolved = resolve(spec, method)
             assert isinstance(resolved.hyperparameters, REGISTRY[method].hyperparameters_class)
-            own_optimizer = resolved.training.optimizer != "sgd"  # e.g. SupSup's RMSprop: its authors' lr
-            if spec.data.validation_fraction > 0 and not own_optimizer:
-                # the paper's lr (seq-mnist's are Mammoth's: test_online_protocol)
+            if method in AUTHORS_OPTIMIZER:
+                assert (resolved.training.optimizer, resolved.training.lr) == AUTHORS_OPTIMIZER[method]
+            elif spec.data.validation_fraction > 0:  # the paper's lr (seq-mnist's are Mammoth's: test_online_protocol)
                 assert resolved.training.lr == 0.05
 
 
