@@ -12,7 +12,8 @@ import torch
 from handnet import approach_of, hand_tasks, input_net
 from synthetic import make_approach, synthetic_loader, tiny_spec
 
-from clbench.data.tasks import InputCache, InputTransform, build_tasks
+from clbench.data.tasks import InputCache, build_tasks
+from clbench.data.transform import InputTransform
 from clbench.run import rows as run_rows
 from clbench.run.plan import plan_runs
 from clbench.run.rows import evaluate_stage, evaluate_stage_rows

@@ -7,7 +7,9 @@ import pytest
 import torch
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
-from clbench.data.tasks import InputCache, InputTransform, LabelledData, TrainingInputs
+from clbench.data.batches import LabelledData
+from clbench.data.tasks import InputCache, TrainingInputs
+from clbench.data.transform import InputTransform
 
 
 def split_of(task: int, n: int = 6) -> LabelledData:
