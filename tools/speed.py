@@ -11,8 +11,8 @@ Sections (`--section`, comma-separated; `all` is every one):
   linear layer, argmax and summed cross-entropy, in batches of the spec's `eval_batch_size`, inference mode).
   pmnist, mnist5 and cifar100-10 as their specs define them (`sgd` stores both evaluations in either scenario),
   on synthetic images of the real sizes and shapes. The first clbench evaluation of a sequence also normalises
-  the test sets into the evaluation cache (`clbench.data.tasks.InputCache`); it is reported apart, with the
-  bytes the cache holds.
+  the test sets into the sequence's input cache (`clbench.data.input_cache.InputCache`); it is reported apart,
+  with the bytes the cache holds.
   Target: at most 1.5x.
 - `step`: one training step of permuted MNIST's 784-100-100 MLP (`Approach.train_epoch`, per step) against a
   raw loop over normalised float tensors (a `randperm` per epoch, `index_select`, forward, cross-entropy, zero
@@ -66,6 +66,7 @@ from clbench.approaches.datatypes import ApproachContext  # noqa: E402
 from clbench.approaches.resolution import resolve  # noqa: E402
 from clbench.cli.common import default_data_dir  # noqa: E402
 from clbench.data.custom import n_classes_lookup  # noqa: E402
+# from clbench.data.tasks, where these names are at every commit (CLBENCH_SPEED_TREE may be an older checkout)
 from clbench.data.tasks import LabelledData, TaskSequence, build_tasks  # noqa: E402
 from clbench.nets import MultiHeadNet  # noqa: E402
 from clbench.run.bench_data import raw_task_datasets, synthetic_loader  # noqa: E402
@@ -191,7 +192,7 @@ def eval_section(repeats: int) -> list[Line]:
         tasks = synthetic_tasks(spec)
         approach = built_approach(spec, "sgd", tasks)
         stage = len(tasks) - 1
-        cache = getattr(tasks[0].test, "cache", None)  # None: a checkout without the evaluation cache
+        cache = getattr(tasks[0].test, "cache", None)  # None: a checkout without an input cache
         evaluation = seconds_of(partial(evaluate_stage, approach, tasks, stage))
         first = evaluation()
         cached_bytes = cache.used_bytes if cache is not None else 0
