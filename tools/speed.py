@@ -57,7 +57,8 @@ import torch
 from torch.nn import functional
 
 REPO = Path(__file__).resolve().parents[1]
-# CLBENCH_SPEED_TREE: time another checkout's clbench (e.g. a `git worktree` of an earlier commit) with this script
+# CLBENCH_SPEED_TREE: time another checkout's clbench (e.g. a `git worktree` of an earlier commit) with this script;
+# hence the data types imported from clbench.data.tasks, where every commit has them
 TREE = Path(os.environ.get("CLBENCH_SPEED_TREE") or REPO).resolve()
 sys.path.insert(0, str(TREE))
 
@@ -66,7 +67,6 @@ from clbench.approaches.datatypes import ApproachContext  # noqa: E402
 from clbench.approaches.resolution import resolve  # noqa: E402
 from clbench.cli.common import default_data_dir  # noqa: E402
 from clbench.data.custom import n_classes_lookup  # noqa: E402
-# from clbench.data.tasks, where these names are at every commit (CLBENCH_SPEED_TREE may be an older checkout)
 from clbench.data.tasks import LabelledData, TaskSequence, build_tasks  # noqa: E402
 from clbench.nets import MultiHeadNet  # noqa: E402
 from clbench.run.bench_data import raw_task_datasets, synthetic_loader  # noqa: E402

@@ -8,12 +8,13 @@ either way.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 
-from clbench.data.input_cache import TRAINING, InputCache, normalised_bytes
+from clbench.data.input_cache import TRAINING, InputCache
 from clbench.data.transform import InputTransform
 
 ImageAugmentation = Callable[[torch.Tensor], torch.Tensor]
@@ -79,8 +80,9 @@ class LabelledData:
         cache or when they do not fit its budget."""
         if self.cache is None:
             return None
-        return self.cache.inputs(self, self.input_sources(), normalised_bytes(self.images), self.normalised, role)
+        return self.cache.inputs(self, self.input_sources, self.normalised, role)
 
+    @functools.cached_property
     def input_sources(self) -> tuple[torch.Tensor, ...]:
         """What the split's normalised inputs are computed from: images, task ids and the transform's tables."""
         return (self.images, self.task_ids, *self.transform.tables())

@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 # 2 GB) in part.
 INPUT_CACHE_BYTES = (1 << 30) + (256 << 20)
 
+FLOAT32_BYTES = 4
+
 TRAINING = "training"
 """The role of the training split being learned: one at a time, a new one replaces the last."""
 
@@ -53,20 +55,21 @@ TRAINING = "training"
 def version_stamp(tensors: Iterable[torch.Tensor]) -> tuple[int, ...]:
     """torch's version counters of `tensors`, in order. Every in-place change of a tensor (or of a view of it: views
     share their base's counter) moves its counter, so an equal stamp later says that none was written into."""
-    return tuple(tensor._version for tensor in tensors)
+    return tuple([tensor._version for tensor in tensors])
 
 
 def normalised_bytes(images: torch.Tensor) -> int:
     """The bytes of the normalised inputs of `images`: float32, 4 per pixel (flattening and permuting keep the
     count)."""
-    return images.numel() * torch.finfo(torch.float32).bits // 8
+    return images.numel() * FLOAT32_BYTES
 
 
 @dataclass(eq=False)
 class _Entry:
     owner: weakref.ref[object]
     inputs: torch.Tensor
-    stamp: tuple[int, ...]  # version_stamp of the sources, then of `inputs`
+    stamp: tuple[int, ...]  # version_stamp of the sources
+    version: int  # the version of `inputs`
     nbytes: int
     role: str | None
 
@@ -92,25 +95,27 @@ class InputCache:
         """The bytes of the inputs kept now."""
         return sum(entry.nbytes for entry in self.entries.values())
 
-    def inputs(self, owner: object, sources: tuple[torch.Tensor, ...], nbytes: int,
-               compute: Callable[[], torch.Tensor] | None, role: str | None = None) -> torch.Tensor | None:
-        """`owner`'s kept inputs, computed by `compute` when it has none valid and `nbytes` fit the budget; None
-        when they do not fit (or, with `compute` None, when none are kept: a look without computing).
+    def inputs(self, owner: object, sources: tuple[torch.Tensor, ...], compute: Callable[[], torch.Tensor] | None,
+               role: str | None = None) -> torch.Tensor | None:
+        """`owner`'s kept inputs, computed by `compute` when it has none valid and they fit the budget; None when
+        they do not fit (or, with `compute` None, when none are kept: a look without computing).
 
-        `sources`: the tensors the inputs are computed from (images, task ids, the transform's tables), whose
-        versions the entry records. `role`: a new entry replaces the entry of the same role (`TRAINING`).
+        `sources`: the tensors the inputs are computed from, the images first (their size is the inputs' size:
+        `normalised_bytes`), then the task ids and the transform's tables; the entry records their versions.
+        `role`: a new entry replaces the entry of the same role (`TRAINING`).
         """
         entry = self._valid_entry(owner, sources)
         if entry is not None:
             self.entries.move_to_end(id(owner))
             return entry.inputs
+        nbytes = normalised_bytes(sources[0])
         if compute is None or nbytes > self.budget_bytes:
             return None
         self._make_room(nbytes, role)
         with torch.inference_mode(False), torch.no_grad():  # ordinary tensors: a batch may enter autograd
             kept = compute()
         reference = weakref.ref(owner, partial(_forget_entry, weakref.ref(self), id(owner)))
-        self.entries[id(owner)] = _Entry(reference, kept, version_stamp((*sources, kept)), nbytes, role)
+        self.entries[id(owner)] = _Entry(reference, kept, version_stamp(sources), kept._version, nbytes, role)
         return kept
 
     @contextlib.contextmanager
@@ -122,7 +127,7 @@ class InputCache:
         entry = self._valid_entry(owner, sources)
         yield None if entry is None else entry.inputs
         if entry is not None and self.entries.get(id(owner)) is entry:
-            entry.stamp = version_stamp((*sources, entry.inputs))
+            entry.stamp, entry.version = version_stamp(sources), entry.inputs._version
 
     def forget(self, owner: object) -> None:
         """Drop `owner`'s entry (computed again at its next use)."""
@@ -136,10 +141,10 @@ class InputCache:
         entry = self.entries.get(id(owner))
         if entry is None or entry.owner() is not owner:
             return None
-        source_stamp = version_stamp(sources)
-        if entry.stamp == (*source_stamp, entry.inputs._version):
+        unchanged = entry.stamp == version_stamp(sources)
+        if unchanged and entry.version == entry.inputs._version:
             return entry
-        if entry.stamp[:-1] == source_stamp:
+        if unchanged:
             log.warning("the kept normalised inputs of %d images were changed in place (a batch written into); "
                         "they are computed again", entry.inputs.shape[0])
         del self.entries[id(owner)]

@@ -74,7 +74,7 @@ def data_versions(tasks: TaskSequence) -> tuple[int, ...]:
     """The version stamp (`version_stamp`: they move at every in-place change) of every split's labels and of what
     its inputs are computed from (images, task ids, the normalisation tables), in a fixed order."""
     return version_stamp(tensor for task in tasks for split in (task.train, task.valid, task.test)
-                         for tensor in (split.labels, *split.input_sources()))
+                         for tensor in (split.labels, *split.input_sources))
 
 
 def grouped_by_data(items: Sequence[Item], key: Callable[[Item], Any]) -> list[Item]:

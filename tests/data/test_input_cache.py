@@ -13,8 +13,8 @@ from clbench.data.input_cache import TRAINING, InputCache, version_stamp
 
 
 class Owner:
-    """An owner of `rows` rows of 2 float32 inputs (8 bytes a row), computed from `images` as 10 x image; `computed`
-    counts the computations."""
+    """An owner of `rows` rows of 2 float32 inputs (8 bytes a row), computed from `images` (as many pixels: the same
+    size) as 10 x image; `computed` counts the computations."""
 
     def __init__(self, rows: int, start: int = 0) -> None:
         self.images = torch.arange(start, start + rows, dtype=torch.float32).view(rows, 1).expand(rows, 2).clone()
@@ -29,7 +29,7 @@ class Owner:
         return self.images * 10.0
 
     def kept(self, cache: InputCache, role: str | None = None) -> torch.Tensor | None:
-        return cache.inputs(self, self.sources(), self.images.numel() * 4, self.compute, role)
+        return cache.inputs(self, self.sources(), self.compute, role)
 
 
 def test_an_owners_inputs_are_computed_once_and_kept_while_unchanged() -> None:
@@ -137,7 +137,7 @@ def test_updating_yields_nothing_for_a_stale_or_absent_entry_and_forget_drops_on
         assert through is None and not cache.entries  # stale: dropped, not re-stamped
     owner.kept(cache)
     cache.forget(owner)
-    assert not cache.entries and cache.inputs(owner, owner.sources(), 24, None) is None  # a look computes nothing
+    assert not cache.entries and cache.inputs(owner, owner.sources(), None) is None  # a look computes nothing
 
 
 def test_an_entry_leaves_with_its_owner_and_the_cache_holds_no_cycle() -> None:

@@ -37,7 +37,7 @@ def _tasks(network: str, kind: str, budget: int | None = None):  # type: ignore[
 def is_kept(data: LabelledData) -> bool:
     """Whether the split's inputs are kept now (a look that computes nothing)."""
     assert data.cache is not None
-    return data.cache.inputs(data, data.input_sources(), 0, None) is not None
+    return data.cache.inputs(data, data.input_sources, None) is not None
 
 
 def split_of(task: int, n: int = 6, cache: InputCache | None = None, evaluated: bool = False) -> LabelledData:
@@ -174,8 +174,8 @@ def test_an_entry_of_a_dead_split_is_not_served_to_a_new_one_under_its_id() -> N
     data, cache = second[0].test, second[0].test.cache
     assert cache is not None
     stale = torch.zeros(len(data), 784)
-    cache.entries[id(data)] = _Entry(weakref.ref(first[0].test), stale, version_stamp((*data.input_sources(), stale)),
-                                     0, None)
+    cache.entries[id(data)] = _Entry(weakref.ref(first[0].test), stale, version_stamp(data.input_sources),
+                                     stale._version, 0, None)
     assert torch.equal(data.batch(slice(None)).inputs, data.transform(data.images, 0))
 
 
@@ -255,8 +255,8 @@ def test_training_with_kept_inputs_learns_the_same_weights(method: str, stage: i
     served: list[bool] = []  # whether each training batch's split had kept inputs
     inputs = InputCache.inputs
 
-    def spied(self, owner, sources, nbytes, compute, role=None):  # type: ignore[no-untyped-def]
-        kept = inputs(self, owner, sources, nbytes, compute, role)
+    def spied(self, owner, sources, compute, role=None):  # type: ignore[no-untyped-def]
+        kept = inputs(self, owner, sources, compute, role)
         if role == "training":
             served.append(kept is not None)
         return kept

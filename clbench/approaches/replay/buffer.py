@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from clbench.data.input_cache import InputCache, normalised_bytes
+from clbench.data.input_cache import InputCache
 
 
 @dataclass(frozen=True)
@@ -145,8 +145,7 @@ class ReplayBuffer:
     def _kept_inputs(self, compute: bool) -> torch.Tensor | None:
         if self.input_cache is None or self.transform is None or self.images is None or self.size == 0:
             return None
-        return self.input_cache.inputs(self, self._input_sources(), normalised_bytes(self.images),
-                                       self._normalised if compute else None)
+        return self.input_cache.inputs(self, self._input_sources(), self._normalised if compute else None)
 
     def _normalised(self) -> torch.Tensor:
         assert self.images is not None and self.transform is not None
@@ -156,7 +155,7 @@ class ReplayBuffer:
         return inputs
 
     def _input_sources(self) -> tuple[torch.Tensor, ...]:
-        """What the kept inputs are computed from: images, task ids and the transform's tables."""
+        """What the kept inputs are computed from: images (capacity, ...), task ids and the transform's tables."""
         assert self.images is not None
         tables = getattr(self.transform, "tables", tuple)()
         return (self.images, self.task_ids, *tables)
