@@ -51,8 +51,9 @@ each sample on its own head (task scenario), over every class of tasks 0..stage 
 
 Replay: `ReplayBuffer(capacity, device)` keeps uint8 images, labels, task ids (and logits) on the device:
 `add_reservoir(images, labels, task_ids, generator, logits=None, inputs=None)` (reservoir sampling, one vectorised
-step per batch; `inputs`, the batch's normalised inputs, are kept beside the images as a cache, so that `sample`'s
-`Memory.inputs` need no normalisation; `fill_inputs(transform)` computes them where they were dropped),
+step per batch; `inputs`, the batch's normalised inputs, are written beside the images into the input cache that
+`use_input_cache(cache, transform)` hands it, the task sequence's `tasks[t].train.cache`, so that `sample`'s
+`Memory.inputs` need no normalisation; without one, `Memory.inputs` is None),
 `sample(n, generator)` and `contents()` (a `Memory`), `set_contents(...)` (a class-balanced memory),
 `state_dict()` / `load_state_dict()` for checkpoints, `nbytes`. A training `Batch` carries its uint8 `images`;
 `joined(batch, other)` is two batches as one batch of mixed tasks. `ReplayApproach` (what the built-in er, agem,
@@ -110,7 +111,8 @@ from clbench.approaches.plugins import ENTRY_POINT_GROUP
 from clbench.approaches.registry import REGISTRY, register  # noqa: F401  (built-ins registered before any plugin)
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters, joined
 from clbench.approaches.replay.buffer import Memory, ReplayBuffer
-from clbench.data.tasks import Batch, InputTransform, LabelledData, Task, TaskSequence
+from clbench.data.batches import Batch, LabelledData, Task, TaskSequence
+from clbench.data.transform import InputTransform
 from clbench.errors import ClbenchError, SpecError
 from clbench.nets import MultiHeadNet
 from clbench.spec import NetworkSpec, TrainingSpec

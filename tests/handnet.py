@@ -11,7 +11,8 @@ from synthetic import tiny_spec
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext
 from clbench.approaches.resolution import resolve
-from clbench.data.tasks import InputTransform, LabelledData, Task, TaskSequence
+from clbench.data.batches import LabelledData, Task, TaskSequence
+from clbench.data.transform import InputTransform
 from clbench.nets import MultiHeadNet
 
 HEAD_SIZES = (2, 3, 4)

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from synthetic import make_approach, tiny_spec, tiny_tasks
 
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 
 # The tiny conv net is too narrow for 16 modules per layer (modules of 2 channels); 4 modules of 2 per path learn.
 PATHNET_CONV = {"modules": 4, "modules_per_path": 2, "generations": 4, "epochs_per_generation": 2}

@@ -9,8 +9,9 @@ import torch
 
 from clbench.approaches.datatypes import ApproachContext
 from clbench.approaches.resolution import resolve
+from clbench.data.batches import TaskSequence
 from clbench.data.sources import ImageSet, PreparedDataset
-from clbench.data.tasks import TaskSequence, build_tasks
+from clbench.data.tasks import build_tasks
 from clbench.spec import BenchmarkSpec, DataSpec, NetworkSpec, TrainingSpec
 
 

@@ -33,7 +33,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from clbench.approaches.datatypes import ApproachContext
 from clbench.approaches.resolution import resolve
-from clbench.data.tasks import LabelledData, TaskSequence
+from clbench.data.batches import LabelledData, TaskSequence
 from clbench.nets import build_network
 from clbench.run.bench_data import bench_tasks
 from clbench.seeding import seed_global_torch, torch_generator

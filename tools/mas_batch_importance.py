@@ -23,7 +23,8 @@ import torch
 from clbench.approaches.datatypes import ApproachContext
 from clbench.approaches.importance.functions import ParameterDict, mas_importance
 from clbench.approaches.resolution import resolve
-from clbench.data.tasks import LabelledData, build_tasks
+from clbench.data.batches import LabelledData
+from clbench.data.tasks import build_tasks
 from clbench.run.loaders import fetching_loader, loader_for
 from clbench.spec import load_benchmark
 

@@ -11,8 +11,8 @@ Sections (`--section`, comma-separated; `all` is every one):
   linear layer, argmax and summed cross-entropy, in batches of the spec's `eval_batch_size`, inference mode).
   pmnist, mnist5 and cifar100-10 as their specs define them (`sgd` stores both evaluations in either scenario),
   on synthetic images of the real sizes and shapes. The first clbench evaluation of a sequence also normalises
-  the test sets into the evaluation cache (`clbench.data.tasks.InputCache`); it is reported apart, with the
-  bytes the cache holds.
+  the test sets into the sequence's input cache (`clbench.data.input_cache.InputCache`); it is reported apart,
+  with the bytes the cache holds.
   Target: at most 1.5x.
 - `step`: one training step of permuted MNIST's 784-100-100 MLP (`Approach.train_epoch`, per step) against a
   raw loop over normalised float tensors (a `randperm` per epoch, `index_select`, forward, cross-entropy, zero
@@ -57,7 +57,8 @@ import torch
 from torch.nn import functional
 
 REPO = Path(__file__).resolve().parents[1]
-# CLBENCH_SPEED_TREE: time another checkout's clbench (e.g. a `git worktree` of an earlier commit) with this script
+# CLBENCH_SPEED_TREE: time another checkout's clbench (e.g. a `git worktree` of an earlier commit) with this script;
+# hence the data types imported from clbench.data.tasks, where every commit has them
 TREE = Path(os.environ.get("CLBENCH_SPEED_TREE") or REPO).resolve()
 sys.path.insert(0, str(TREE))
 
@@ -191,7 +192,7 @@ def eval_section(repeats: int) -> list[Line]:
         tasks = synthetic_tasks(spec)
         approach = built_approach(spec, "sgd", tasks)
         stage = len(tasks) - 1
-        cache = getattr(tasks[0].test, "cache", None)  # None: a checkout without the evaluation cache
+        cache = getattr(tasks[0].test, "cache", None)  # None: a checkout without an input cache
         evaluation = seconds_of(partial(evaluate_stage, approach, tasks, stage))
         first = evaluation()
         cached_bytes = cache.used_bytes if cache is not None else 0

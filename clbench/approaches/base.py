@@ -69,7 +69,7 @@ from clbench.approaches.refusals import early_stopping_problem, scenario_network
 from clbench.approaches.scenario_losses import ScenarioLosses
 from clbench.approaches.schedule import FixedEpochs, PlateauSchedule, TaskSchedule
 from clbench.data.augment import random_crop_and_flip
-from clbench.data.tasks import Batch, LabelledData, TaskSequence, TrainingInputs
+from clbench.data.batches import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet, build_network, compile_network
 from clbench.spec import DataSpec, NetworkSpec, TrainingSpec
@@ -123,7 +123,6 @@ class Approach(ScenarioLosses):
             compile_network(self.network)
         self.batch_generator = context.generator("batch-order")
         self.augment_generator = context.generator("augment") if context.augment else None
-        self.training_inputs = TrainingInputs()  # the normalised inputs of the task being learned (not augmented)
 
     @classmethod
     def network_problem(cls, network: NetworkSpec) -> str | None:
@@ -321,10 +320,11 @@ class Approach(ScenarioLosses):
         return random_crop_and_flip(images, self.augment_generator)
 
     def training_batch(self, data: LabelledData, indices: torch.Tensor | slice) -> Batch:
-        """The batch of a training step: augmented when `data.augment` is on, its `images` the stored ones."""
+        """The batch of a training step: augmented when `data.augment` is on, its `images` the stored ones; else
+        gathered from the split's kept inputs (`LabelledData.batch`)."""
         if self.augment_generator is not None:
             return data.batch(indices, self.augment_images)
-        return data.batch(indices, training_inputs=self.training_inputs)
+        return data.batch(indices, training=True)
 
     def train_epoch(self, stage: int, epoch: int, data: LabelledData,
                     optimizer: StepOptimizer) -> tuple[float, int]:

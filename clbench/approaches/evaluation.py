@@ -18,7 +18,7 @@ import torch
 from torch.nn import functional
 
 from clbench.approaches.datatypes import TASK_AGNOSTIC, TASK_AWARE, Evaluation
-from clbench.data.tasks import Batch, LabelledData
+from clbench.data.batches import Batch, LabelledData
 
 Measure = Callable[[Batch], tuple[torch.Tensor, torch.Tensor]]
 """A batch -> (summed loss, number correct)."""

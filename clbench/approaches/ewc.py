@@ -29,7 +29,7 @@ from clbench.approaches.regularizers import (
     merge_fisher,
     task_fisher,
 )
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.spec.fields import field
 
 

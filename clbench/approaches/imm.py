@@ -34,7 +34,7 @@ from clbench.approaches.regularizers import (
     l2_transfer_penalty,
     task_fisher,
 )
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.spec.fields import field
 
 

@@ -12,7 +12,7 @@ import torch
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.parameters import tensors_to
-from clbench.data.tasks import Batch, LabelledData, TaskSequence
+from clbench.data.batches import Batch, LabelledData, TaskSequence
 
 
 class Joint(Approach):

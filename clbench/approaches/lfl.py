@@ -23,7 +23,7 @@ from torch import nn
 from clbench.approaches.datatypes import Hyperparameters, StepInfo
 from clbench.approaches.previous_model import ApproachWithPreviousModel
 from clbench.approaches.regularizers import lfl_penalty
-from clbench.data.tasks import Batch
+from clbench.data.batches import Batch
 from clbench.nets import MultiHeadNet
 from clbench.spec.fields import field
 

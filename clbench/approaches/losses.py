@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional
 
-from clbench.data.tasks import Batch
+from clbench.data.batches import Batch
 from clbench.nets import MultiHeadNet
 
 

@@ -22,7 +22,7 @@ import torch
 from clbench.approaches.datatypes import Hyperparameters, StepInfo
 from clbench.approaches.previous_model import ApproachWithPreviousModel
 from clbench.approaches.regularizers import distillation_loss
-from clbench.data.tasks import Batch
+from clbench.data.batches import Batch
 from clbench.spec.fields import field
 
 

@@ -24,7 +24,7 @@ from torch import nn
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters
 from clbench.approaches.parameters import ParameterDict, tensor_bytes, tensors_to
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.nets import MultiHeadNet
 
 STATE_KEY = "previous_network"  # in the approach's `extra_state` (the checkpoint format)

@@ -32,7 +32,7 @@ from clbench.approaches.datatypes import (
     ProgressCallback,
     TaskLog,
 )
-from clbench.data.tasks import LabelledData, TaskSequence
+from clbench.data.batches import LabelledData, TaskSequence
 from clbench.spec import DataSpec, TrainingSpec
 
 

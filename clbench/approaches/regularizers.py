@@ -16,7 +16,7 @@ from torch import nn
 from torch.nn import functional
 
 from clbench.approaches.parameters import ParameterDict
-from clbench.data.tasks import LabelledData
+from clbench.data.batches import LabelledData
 
 
 # ---------------------------------------------------------------------------------------------- EWC

@@ -14,7 +14,7 @@ from torch import nn
 
 from clbench.approaches import losses
 from clbench.approaches.datatypes import ApproachContext
-from clbench.data.tasks import Batch
+from clbench.data.batches import Batch
 from clbench.nets import MultiHeadNet
 
 

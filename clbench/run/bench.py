@@ -41,7 +41,8 @@ from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Evaluation
 from clbench.approaches.optim import StepOptimizer
 from clbench.approaches.resolution import resolve
-from clbench.data.tasks import DatasetLoader, LabelledData, TaskSequence
+from clbench.data.batches import LabelledData, TaskSequence
+from clbench.data.tasks import DatasetLoader
 from clbench.errors import ClbenchError
 from clbench.results import BENCH_COLUMNS, BENCH_FOLDER, utc_now, write_parquet
 from clbench.run.bench_data import bench_tasks, sequence_head_sizes, shortened

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from clbench.data.batches import LabelledData, TaskSequence
 from clbench.data.custom import custom_datasets, load_custom, n_classes_lookup
 from clbench.data.sources import ImageSet, PreparedDataset, get_source
-from clbench.data.tasks import DatasetLoader, LabelledData, TaskSequence, build_tasks, head_sizes_for, task_order
+from clbench.data.tasks import DatasetLoader, build_tasks, head_sizes_for, task_order
 from clbench.errors import DataNotFoundError
 from clbench.seeding import numpy_generator
 from clbench.spec import ONE_DATASET_KINDS, BenchmarkSpec, DataSpec, class_blocks

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from clbench.approaches.base import Approach
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.errors import ClbenchError
 from clbench.results import SCHEMA_VERSION, SPLITS, TEST, VALIDATION, DamagedFileError, atomic_write_bytes
 from clbench.run.plan import RunPlan

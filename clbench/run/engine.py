@@ -28,7 +28,8 @@ from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, EpochLog
 from clbench.approaches.plugins import code_text
 from clbench.approaches.registry import code_identity, origin_of
-from clbench.data.tasks import DatasetLoader, TaskSequence
+from clbench.data.batches import TaskSequence
+from clbench.data.tasks import DatasetLoader
 from clbench.errors import ClbenchError
 from clbench.nets import parameter_count
 from clbench.results import (

@@ -16,7 +16,7 @@ from typing import Any
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import TASK_AWARE, Evaluation, TaskLog
 from clbench.approaches.registry import origin_of
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.results import (
     SCHEMA_VERSION,
     SPLITS,

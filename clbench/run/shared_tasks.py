@@ -2,11 +2,12 @@
 
 The runs of one command often share their data: `clbench train -m sgd,hat,joint --seeds 0-2` builds the same
 task sequence for every method of a seed (the data spec and the seed decide it; `build_tasks` is deterministic).
-`SharedTasks` keeps the last sequence built, with the normalised evaluation inputs its `InputCache` computed, and
-hands it to the next run on the same data instead of building (and normalising) it again: the same tensors, so
-the same numbers. Runs read the sequence and never change it; if one did (a plugin writing into its data in
-place: torch's version counters of the images, labels, task ids or normalisation tables moved), the next run gets
-a sequence built anew, with a warning, and never the changed one.
+`SharedTasks` keeps the last sequence built, with the normalised inputs its `InputCache` kept (every split holds
+the sequence's cache), and hands it to the next run on the same data instead of building (and normalising) it
+again: the same tensors, so the same numbers. Runs read the sequence and never change it; if one did (a plugin
+writing into its data in place: the version stamps of the images, labels, task ids or normalisation tables moved,
+`clbench.data.input_cache.version_stamp`, the rule the cache's own entries follow), the next run gets a sequence
+built anew, with a warning, and never the changed one.
 
 One sequence at a time: a run on other data frees the kept sequence before its own is built, so the peak
 memory is one sequence, as without sharing. `grouped_by_data` orders a serial schedule so that the runs on the
@@ -22,7 +23,9 @@ from typing import Any, TypeVar
 
 import torch
 
-from clbench.data.tasks import DatasetLoader, TaskSequence, build_tasks
+from clbench.data.batches import TaskSequence
+from clbench.data.input_cache import version_stamp
+from clbench.data.tasks import DatasetLoader, build_tasks
 from clbench.run.loaders import loader_for
 from clbench.run.plan import RunPlan
 
@@ -68,16 +71,10 @@ class SharedTasks:
 
 
 def data_versions(tasks: TaskSequence) -> tuple[int, ...]:
-    """torch's version counters (they move at every in-place change) of every split's images, labels and task ids
-    and of the normalisation tables, in a fixed order."""
-    versions = []
-    for task in tasks:
-        for split in (task.train, task.valid, task.test):
-            transform = split.transform
-            tables = [transform.mean, transform.std] + ([] if transform.permutations is None else
-                                                        [transform.permutations])
-            versions += [tensor._version for tensor in (split.images, split.labels, split.task_ids, *tables)]
-    return tuple(versions)
+    """The version stamp (`version_stamp`: they move at every in-place change) of every split's labels and of what
+    its inputs are computed from (images, task ids, the normalisation tables), in a fixed order."""
+    return version_stamp(tensor for task in tasks for split in (task.train, task.valid, task.test)
+                         for tensor in (split.labels, *split.input_sources))
 
 
 def grouped_by_data(items: Sequence[Item], key: Callable[[Item], Any]) -> list[Item]:

@@ -15,7 +15,7 @@ from clbench.approaches.adahat.approach import AdaHat, AdaHatHyperparameters
 from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.hat.approach import Hat
 from clbench.approaches.hat.functions import LayerShape
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 
 # Two gated layers: fc1 2 units over 3 inputs (the network input: no input mask), fc2 2 units over fc1's 2.
 LAYERS = [LayerShape("fc1", (2, 3), gated_input=False), LayerShape("fc2", (2, 2))]

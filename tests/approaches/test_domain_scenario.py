@@ -21,7 +21,8 @@ from clbench.approaches.parameters import named_shared_parameters
 from clbench.approaches.refusals import scenario_refusal
 from clbench.approaches.registry import REGISTRY
 from clbench.approaches.resolution import resolve
-from clbench.data.tasks import Batch, InputTransform, LabelledData
+from clbench.data.batches import Batch, LabelledData
+from clbench.data.transform import InputTransform
 from clbench.errors import SpecError
 from clbench.metrics import accuracy_matrix, is_complete_matrix
 from clbench.nets import MultiHeadNet

@@ -17,7 +17,7 @@ from clbench.approaches.hat import functions as hf
 from clbench.approaches.hat.approach import Hat, HatHyperparameters
 from clbench.approaches.hat.network import GatedNet, HatAlexNet, HatMLP
 from clbench.approaches.resolution import resolve
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.spec import load_benchmark
 
 NETWORKS = ["mlp", "alexnet"]

@@ -18,7 +18,7 @@ from clbench.approaches.refusals import (
     scenario_refusal,
     unsupported_network_problem,
 )
-from clbench.data.tasks import Batch
+from clbench.data.batches import Batch
 from clbench.spec import DataSpec, TrainingSpec
 
 

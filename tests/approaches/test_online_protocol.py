@@ -22,7 +22,8 @@ import clbench.approaches.base as base
 from clbench.approaches.datatypes import ApproachContext, EpochLog, StepInfo
 from clbench.approaches.registry import REGISTRY
 from clbench.approaches.resolution import resolve
-from clbench.data.tasks import Batch, LabelledData, build_tasks
+from clbench.data.batches import Batch, LabelledData
+from clbench.data.tasks import build_tasks
 from clbench.errors import SpecError
 from clbench.report.loading import load_results
 from clbench.report.tables import build_report

@@ -14,8 +14,9 @@ from clbench.approaches.pathnet.approach import Candidate, PathNetApproach, froz
 from clbench.approaches.pathnet.network import base_widths, body_plan, build_pathnet, pathnet_parameter_count
 from clbench.approaches.resolution import resolve
 from clbench.approaches.schedule import PlateauSchedule
+from clbench.data.batches import TaskSequence
 from clbench.data.sources import get_source
-from clbench.data.tasks import TaskSequence, head_sizes_for, input_shape_for
+from clbench.data.tasks import head_sizes_for, input_shape_for
 from clbench.nets import build_network, parameter_count
 from clbench.spec import load_benchmark
 

@@ -13,7 +13,7 @@ from synthetic import make_approach, tiny_spec, tiny_tasks
 
 from clbench.approaches.datatypes import TASK_AGNOSTIC, TASK_AWARE
 from clbench.approaches.random_classifier import RandomClassifier, uniform
-from clbench.data.tasks import LabelledData, TaskSequence
+from clbench.data.batches import LabelledData, TaskSequence
 
 SPEC = tiny_spec("mlp")
 

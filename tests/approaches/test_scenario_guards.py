@@ -16,7 +16,7 @@ from synthetic import tiny_spec
 
 from clbench.approaches.datatypes import TASK_AGNOSTIC, TASK_AWARE, StepInfo
 from clbench.approaches.sgd import SGD
-from clbench.data.tasks import Batch
+from clbench.data.batches import Batch
 from clbench.run.plan import plan_runs
 from clbench.run.rows import evaluate_stage_rows
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import torch
 
 from clbench.data.augment import crop_and_flip, random_crop_and_flip
-from clbench.data.tasks import InputTransform, LabelledData
+from clbench.data.batches import LabelledData
 
 # a 1x4x4 image whose pixel (r, c) is 4r + c; with padding 1 it sits at rows 1-4, columns 1-4 of a 6x6 of zeros
+from clbench.data.transform import InputTransform
+
 IMAGE = torch.arange(16, dtype=torch.uint8).view(1, 1, 4, 4)
 
 

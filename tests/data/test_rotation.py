@@ -10,7 +10,8 @@ import pytest
 import torch
 from synthetic import synthetic_loader
 
-from clbench.data.tasks import ROTATION_RANGE, build_tasks, rotate_images, rotation_angles, rotation_sources
+from clbench.data.rotation import ROTATION_RANGE, rotate_images, rotation_angles, rotation_sources
+from clbench.data.tasks import build_tasks
 from clbench.errors import ClbenchError, SpecError
 from clbench.spec import DataSpec, load_benchmark
 

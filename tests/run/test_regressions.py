@@ -18,7 +18,7 @@ from clbench import metrics, results
 from clbench.approaches import ewc as ewc_module
 from clbench.approaches.regularizers import merge_fisher
 from clbench.approaches.schedule import PlateauSchedule
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.results import read_run_file
 from clbench.run import engine
 from clbench.run.checkpoints import load_checkpoint

@@ -118,7 +118,7 @@ def test_a_worker_process_runs_the_runs_on_its_data_on_one_sequence(tmp_path: Pa
         assert numbers(outcome.rows) == numbers(execute(alone, device=CPU, loader=synthetic_loader()).rows)
 
 
-@pytest.mark.parametrize("change", ["images", "labels", "mean"])
+@pytest.mark.parametrize("change", ["images", "labels", "task_ids", "mean"])
 def test_a_sequence_changed_in_place_by_a_run_is_built_anew_for_the_next(tmp_path: Path, change: str,
                                                                         caplog: pytest.LogCaptureFixture) -> None:
     sgd0, _, ewc0, _ = plan_runs(SPEC, ["sgd", "ewc"], [0, 1], tmp_path)
@@ -128,6 +128,8 @@ def test_a_sequence_changed_in_place_by_a_run_is_built_anew_for_the_next(tmp_pat
         first[1].test.images.add_(1)
     elif change == "labels":
         first[0].valid.labels[:2] = 0
+    elif change == "task_ids":
+        first[2].train.task_ids[0] = 0
     else:
         first[0].train.transform.mean.mul_(2.0)
     with caplog.at_level("WARNING"):
@@ -136,5 +138,17 @@ def test_a_sequence_changed_in_place_by_a_run_is_built_anew_for_the_next(tmp_pat
     fresh = SharedTasks().tasks_for(ewc0, loader, CPU)
     assert torch.equal(second[1].test.images, fresh[1].test.images)
     assert torch.equal(second[0].valid.labels, fresh[0].valid.labels)
+    assert torch.equal(second[2].train.task_ids, fresh[2].train.task_ids)
     assert torch.equal(second[0].train.transform.mean, fresh[0].train.transform.mean)
     assert shared.tasks_for(ewc0, loader, CPU) is second and shared.builds == 2  # unchanged: kept
+
+
+def test_the_kept_inputs_travel_with_the_kept_sequence(tmp_path: Path) -> None:
+    """The next run on the same data finds the evaluation inputs the last one kept: one cache per sequence."""
+    sgd0, _, ewc0, _ = plan_runs(SPEC, ["sgd", "ewc"], [0, 1], tmp_path)
+    loader, shared = synthetic_loader(), SharedTasks()
+    first = shared.tasks_for(sgd0, loader, CPU)
+    kept = first[1].test.kept_inputs()
+    second = shared.tasks_for(ewc0, loader, CPU)
+    assert second is first and second[1].test.cache is first[0].train.cache
+    assert kept is not None and second[1].test.kept_inputs() is kept

@@ -26,7 +26,7 @@ import torch
 from clbench.approaches.adahat import functions as adahat_functions
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.hat.approach import Hat, HatHyperparameters
-from clbench.data.tasks import Batch
+from clbench.data.batches import Batch
 from clbench.spec.fields import field
 
 AUTHORS_CONFIG = "pengxiang-wang/continual-learning-research@07c8d26 configs/cl_algorithm/adahat.yaml"

@@ -30,7 +30,7 @@ from torch import nn
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.gpm import functions
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.errors import SpecError
 from clbench.spec.fields import field
 

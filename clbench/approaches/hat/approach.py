@@ -51,7 +51,7 @@ from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.hat import functions as hat_functions
 from clbench.approaches.hat.network import EMBEDDING_INITS, GatedNet, build_hat_network
-from clbench.data.tasks import Batch, TaskSequence
+from clbench.data.batches import Batch, TaskSequence
 from clbench.spec.fields import field
 
 

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from clbench.approaches.parameters import ParameterDict
-from clbench.data.tasks import LabelledData
+from clbench.data.batches import LabelledData
 
 
 # ---------------------------------------------------------------------------------------------- SI

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from clbench.approaches.datatypes import Hyperparameters
 from clbench.approaches.importance.functions import mas_importance
 from clbench.approaches.importance.penalty import ImportancePenalty
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.spec.fields import field
 
 

@@ -32,7 +32,7 @@ from clbench.approaches.importance.functions import (
 )
 from clbench.approaches.parameters import named_shared_parameters, tensors_to
 from clbench.approaches.regularizers import detached_copy
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 
 
 class ImportancePenalty(Approach):

@@ -33,7 +33,7 @@ from clbench.approaches.importance.functions import (
 )
 from clbench.approaches.importance.penalty import ImportancePenalty
 from clbench.approaches.regularizers import detached_copy
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.spec.fields import field
 
 

@@ -35,7 +35,7 @@ from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, ProgressCallback, StepInfo, TaskLog
 from clbench.approaches.packnet import pruning
 from clbench.approaches.parameters import named_body_parameters
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.spec import TrainingSpec
 from clbench.spec.fields import field
 

@@ -55,7 +55,7 @@ from clbench.approaches.datatypes import ApproachContext, EpochLog, Hyperparamet
 from clbench.approaches.parameters import tensors_to
 from clbench.approaches.pathnet.network import PathNet, base_widths, body_plan, build_pathnet, pathnet_parameter_count
 from clbench.approaches.schedule import PlateauSchedule
-from clbench.data.tasks import Batch, LabelledData, TaskSequence
+from clbench.data.batches import Batch, LabelledData, TaskSequence
 from clbench.nets.sizing import WidthMatch, match_widths
 from clbench.spec import DataSpec, NetworkSpec, TrainingSpec
 from clbench.spec.fields import field

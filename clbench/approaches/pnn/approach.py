@@ -33,7 +33,7 @@ from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import Hyperparameters
 from clbench.approaches.pathnet.network import base_widths, body_plan, pathnet_parameter_count
 from clbench.approaches.pnn.network import ProgressiveNet, build_progressive, progressive_parameter_count
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.nets.sizing import WidthMatch, match_widths
 from clbench.spec import NetworkSpec
 from clbench.spec.fields import field

@@ -21,7 +21,7 @@ import torch
 from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.replay.approach import ReplayApproach
 from clbench.approaches.replay.functions import agem_project
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 
 
 class AGEM(ReplayApproach):

@@ -9,9 +9,10 @@ Mammoth's buffer returns its samples through the training transform (aimagelab/m
 `get_data(size, transform=...)`; its models store `not_aug_inputs`). The memory and its random stream are in the
 checkpoints, so a resumed run draws the same samples. Its size is reported with every row (`memory_usage`).
 
-Without `data.augment` the memory also keeps each sample's normalised inputs, copied from the training batch that
-stored it (`ReplayBuffer.inputs`: a cache, 4 bytes per pixel, not counted in the memory's size nor checkpointed),
-so a replayed batch is a gather rather than a normalisation at every step: the same values the transform gives.
+Without `data.augment` the memory also keeps each sample's normalised inputs, in the task sequence's `InputCache`
+(handed to the memory at `begin_task`; 4 bytes per pixel, not counted in the memory's size nor checkpointed),
+written from the training batch that stored it, so a replayed batch is a gather rather than a normalisation at
+every step: the same values the transform gives.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters
 from clbench.approaches.parameters import tensor_bytes
 from clbench.approaches.replay.buffer import Memory, ReplayBuffer
-from clbench.data.tasks import Batch, InputTransform, LabelledData, TaskSequence
+from clbench.data.batches import Batch, LabelledData, TaskSequence
+from clbench.data.transform import InputTransform
 from clbench.spec.fields import field
 
 
@@ -57,7 +59,10 @@ class ReplayApproach(Approach):
         self.transform: InputTransform | None = None  # the tasks' input transform (set at `begin_task`)
 
     def begin_task(self, stage: int, tasks: TaskSequence) -> None:
-        self.transform = tasks[stage].train.transform
+        train = tasks[stage].train
+        self.transform = train.transform
+        if self.augment_generator is None:  # augmented replays are normalised afresh: nothing to keep
+            self.buffer.use_input_cache(train.cache, train.transform)
 
     def as_batch(self, memory: Memory, augment: bool = False) -> Batch:
         """Memory samples as a normalised batch of mixed tasks; with `augment`, a training batch (augmented when
@@ -74,8 +79,6 @@ class ReplayApproach(Approach):
         on (None while the memory is empty)."""
         if len(self.buffer) == 0:
             return None
-        if self.augment_generator is None and self.transform is not None:  # inputs dropped by a resume: again
-            self.buffer.fill_inputs(self.transform)
         memory = self.buffer.sample(self.hparams.replay_batch_size, self.replay_generator)
         return self.as_batch(memory, augment=True), memory
 

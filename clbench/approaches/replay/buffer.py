@@ -16,27 +16,33 @@ probability capacity / (i + 1)): the memory's samples stand for the `seen` sampl
 `add_reservoir` alone the memory fills while i < capacity, so size == min(capacity, seen) and this is algorithm R
 unchanged, with the same draws (one per sample).
 
-Beside the uint8 images the buffer may keep each sample's normalised inputs (`inputs`: float, what the network
-is fed), so that a replayed batch is a gather instead of a normalisation at every step. They are a cache, not
-part of the memory: not in `nbytes` (the memory's size is its samples as the data set stores them), not in
-checkpoints. They are kept only while every filled slot has them: a write without inputs (`set_contents`, an
-`add_reservoir` without them, a loaded checkpoint) drops them, and `fill_inputs` computes them again from the
-stored images. The values are the same either way (the input transform is elementwise, then a fixed gather).
+Beside the uint8 images the buffer may keep each sample's normalised inputs (float, what the network is fed), so
+that a replayed batch is a gather instead of a normalisation at every step: in the task sequence's `InputCache`
+(`clbench.data.input_cache`), handed by `use_input_cache` with the tasks' transform. They are a cache, not part of
+the memory: not in `nbytes` (the memory's size is its samples as the data set stores them), not in checkpoints.
+They are computed from the stored images at their first use (`kept_inputs`); from then on `add_reservoir` writes
+the new slots' inputs with their images (the batch's own inputs: a write-through, which keeps the cache's entry
+valid), and a write without inputs (an `add_reservoir` without them, `set_contents`, a loaded checkpoint) leaves
+them to be computed again at their next use. The values are the same either way (the input transform is
+elementwise, then a fixed gather).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from clbench.data.input_cache import InputCache
+
 
 @dataclass(frozen=True)
 class Memory:
     """Samples taken from the memory: uint8 images (B, C, H, W), labels and task ids (B,), logits (B, K) or None,
-    and their normalised inputs when the buffer keeps them (else None)."""
+    and their normalised inputs when the buffer keeps them (else None; `ReplayBuffer.use_input_cache`)."""
 
     images: torch.Tensor
     labels: torch.Tensor
@@ -47,7 +53,7 @@ class Memory:
 
 InputTransform = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """(uint8 images (B, C, H, W), task ids (B,)) -> the network's normalised inputs (as
-`clbench.data.tasks.InputTransform`)."""
+`clbench.data.transform.InputTransform`, whose `tables()` the kept inputs depend on too)."""
 
 
 class ReplayBuffer:
@@ -62,7 +68,8 @@ class ReplayBuffer:
         self.labels = torch.zeros(self.capacity, dtype=torch.long, device=self.device)
         self.task_ids = torch.zeros(self.capacity, dtype=torch.long, device=self.device)
         self.logits: torch.Tensor | None = None  # (capacity, K), when samples come with logits
-        self.inputs: torch.Tensor | None = None  # (capacity, ...) normalised inputs while every filled slot has them
+        self.input_cache: InputCache | None = None  # where the samples' normalised inputs are kept (use_input_cache)
+        self.transform: InputTransform | None = None  # what computes them
         self.size = 0  # filled slots
         self.seen = 0  # samples offered to `add_reservoir` so far
 
@@ -92,12 +99,11 @@ class ReplayBuffer:
                       generator: torch.Generator, logits: torch.Tensor | None = None,
                       inputs: torch.Tensor | None = None) -> None:
         """Offer a batch to the memory by reservoir sampling (see the module docstring); `inputs`: the batch's
-        normalised inputs, kept beside the images while every filled slot has them."""
+        normalised inputs, written into the kept inputs of the memory with the images."""
         n = int(labels.shape[0])
         if n == 0:
             return
         self._allocate(images, logits)
-        self._keep_inputs(inputs)
         # the slots are host-side bookkeeping (drawn on the CPU, one per sample): the last sample written to a slot
         # wins, as in the sequential algorithm
         last_writer = {slot: k for k, slot in enumerate(self.reservoir_slots(n, generator))
@@ -105,9 +111,13 @@ class ReplayBuffer:
         if last_writer:
             targets = torch.tensor(list(last_writer), dtype=torch.long, device=self.device)
             sources = torch.tensor(list(last_writer.values()), dtype=torch.long, device=images.device)
-            self._write(targets, sources, images, labels, task_ids, logits)
-            if self.inputs is not None and inputs is not None:
-                self.inputs[targets] = inputs.index_select(0, sources).to(self.device, self.inputs.dtype)
+            with self._updating() as kept:
+                self._write(targets, sources, images, labels, task_ids, logits)
+                if kept is not None and inputs is not None:
+                    with torch.no_grad():
+                        kept[targets] = inputs.index_select(0, sources).to(self.device, kept.dtype)
+                elif kept is not None:
+                    self._forget_inputs()
         self.seen += n
         self.size = min(self.capacity, self.size + n)  # the empty slots filled first (see reservoir_slots)
 
@@ -120,31 +130,53 @@ class ReplayBuffer:
         if logits is not None and self.logits is not None:
             self.logits[targets] = logits.index_select(0, sources).to(self.device, self.logits.dtype)
 
-    def _keep_inputs(self, inputs: torch.Tensor | None) -> None:
-        """Before a write: allocate the inputs cache when the memory is empty and the batch has inputs; drop it when
-        the batch has none or when filled slots already lack theirs."""
-        if inputs is None or (self.inputs is None and self.size > 0):
-            self.inputs = None
-        elif self.inputs is None:
-            self.inputs = torch.zeros((self.capacity, *inputs.shape[1:]), dtype=inputs.dtype, device=self.device)
+    def use_input_cache(self, cache: InputCache | None, transform: InputTransform | None) -> None:
+        """Keep the samples' normalised inputs in `cache` (the task sequence's), computed by `transform` (the tasks'
+        input transform); None: keep none (with `data.augment`, whose replayed inputs are augmented afresh)."""
+        if self.input_cache is not None and self.input_cache is not cache:
+            self.input_cache.forget(self)
+        self.input_cache, self.transform = cache, transform
 
-    def fill_inputs(self, transform: InputTransform) -> None:
-        """Compute the normalised inputs of every filled slot from its stored image and task, when they are not
-        kept (after `set_contents` or a loaded checkpoint); from then on `add_reservoir` with inputs keeps them."""
-        if self.inputs is not None or self.size == 0:
-            return
+    def kept_inputs(self) -> torch.Tensor | None:
+        """The normalised inputs of every slot (capacity, ...) (the filled ones meaningful), computed from the stored
+        images at the first use; None without a cache, while empty, or over the cache's budget."""
+        return self._kept_inputs(compute=True)
+
+    def _kept_inputs(self, compute: bool) -> torch.Tensor | None:
+        if self.input_cache is None or self.transform is None or self.images is None or self.size == 0:
+            return None
+        return self.input_cache.inputs(self, self._input_sources(), self._normalised if compute else None)
+
+    def _normalised(self) -> torch.Tensor:
+        assert self.images is not None and self.transform is not None
+        filled = self.transform(self.images[: self.size], self.task_ids[: self.size])  # (size, ...)
+        inputs = filled.new_zeros((self.capacity, *filled.shape[1:]))
+        inputs[: self.size] = filled
+        return inputs
+
+    def _input_sources(self) -> tuple[torch.Tensor, ...]:
+        """What the kept inputs are computed from: images (capacity, ...), task ids and the transform's tables."""
         assert self.images is not None
-        with torch.no_grad():
-            filled = transform(self.images[: self.size], self.task_ids[: self.size])
-        self.inputs = torch.zeros((self.capacity, *filled.shape[1:]), dtype=filled.dtype, device=self.device)
-        self.inputs[: self.size] = filled
+        tables = getattr(self.transform, "tables", tuple)()
+        return (self.images, self.task_ids, *tables)
+
+    def _updating(self) -> contextlib.AbstractContextManager[torch.Tensor | None]:
+        """`InputCache.updating` of the memory (nothing kept: None)."""
+        if self.input_cache is None or self.images is None:
+            return contextlib.nullcontext()
+        return self.input_cache.updating(self, self._input_sources())
+
+    def _forget_inputs(self) -> None:
+        if self.input_cache is not None:
+            self.input_cache.forget(self)
 
     def set_contents(self, images: torch.Tensor, labels: torch.Tensor, task_ids: torch.Tensor) -> None:
-        """Replace the memory by these samples (at most `capacity`), in this order (their inputs are dropped)."""
+        """Replace the memory by these samples (at most `capacity`), in this order (their inputs computed again at
+        their next use)."""
         n = int(labels.shape[0])
         if n > self.capacity:
             raise ValueError(f"{n} samples do not fit a replay buffer of {self.capacity}")
-        self.inputs = None
+        self._forget_inputs()
         if n:
             self._allocate(images, None)
             order = torch.arange(n, device=self.device)
@@ -153,11 +185,12 @@ class ReplayBuffer:
         self.seen = max(self.seen, n)
 
     def contents(self) -> Memory:
-        """Every stored sample, in slot order."""
+        """Every stored sample, in slot order; their inputs when they are kept (a view; none computed here)."""
         assert self.images is not None or self.size == 0
         images = self.images[: self.size] if self.images is not None else torch.zeros(0, dtype=torch.uint8)
         logits = self.logits[: self.size] if self.logits is not None else None
-        inputs = self.inputs[: self.size] if self.inputs is not None else None
+        kept = self._kept_inputs(compute=False)
+        inputs = kept[: self.size] if kept is not None else None
         return Memory(images, self.labels[: self.size], self.task_ids[: self.size], logits, inputs)
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Memory:
@@ -165,7 +198,8 @@ class ReplayBuffer:
         chosen = torch.randperm(self.size, generator=generator)[:batch_size].to(self.device)
         assert self.images is not None
         logits = self.logits.index_select(0, chosen) if self.logits is not None else None
-        inputs = self.inputs.index_select(0, chosen) if self.inputs is not None else None
+        kept = self.kept_inputs()
+        inputs = kept.index_select(0, chosen) if kept is not None else None
         return Memory(self.images.index_select(0, chosen), self.labels.index_select(0, chosen),
                       self.task_ids.index_select(0, chosen), logits, inputs)
 
@@ -188,7 +222,8 @@ class ReplayBuffer:
         if int(state["capacity"]) != self.capacity:
             raise ValueError(f"a buffer of {state['capacity']} samples cannot be loaded into one of {self.capacity}")
         n = int(state["labels"].shape[0])
-        self.images, self.logits, self.inputs = None, None, None
+        self._forget_inputs()  # the images are replaced by new tensors: their inputs computed again at the next use
+        self.images, self.logits = None, None
         if n:
             self._allocate(state["images"], state.get("logits"))
             order = torch.arange(n, device=self.device)

@@ -26,7 +26,7 @@ from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.optim import StepOptimizer
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.approaches.replay.functions import logit_matching_loss
-from clbench.data.tasks import Batch
+from clbench.data.batches import Batch
 from clbench.spec.fields import field
 
 

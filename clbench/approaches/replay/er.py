@@ -20,7 +20,7 @@ import torch
 from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.optim import StepOptimizer
 from clbench.approaches.replay.approach import ReplayApproach, joined
-from clbench.data.tasks import Batch
+from clbench.data.batches import Batch
 
 
 class ExperienceReplay(ReplayApproach):

@@ -51,7 +51,7 @@ from clbench.approaches.replay.functions import (
     icarl_loss,
     nearest_mean_scores,
 )
-from clbench.data.tasks import Batch, LabelledData, TaskSequence
+from clbench.data.batches import Batch, LabelledData, TaskSequence
 from clbench.errors import SpecError
 from clbench.spec.fields import field
 

@@ -59,7 +59,7 @@ from clbench.approaches.datatypes import (
 )
 from clbench.approaches.supsup.functions import MASK_RULES
 from clbench.approaches.supsup.network import SupSupMLP
-from clbench.data.tasks import Batch, LabelledData, TaskSequence
+from clbench.data.batches import Batch, LabelledData, TaskSequence
 from clbench.spec.fields import field
 
 OTHER_TASKS_LOGIT = -1.0e4

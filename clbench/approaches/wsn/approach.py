@@ -37,7 +37,7 @@ from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.wsn import functions
 from clbench.approaches.wsn.masking import SubnetMask, mask_layers, original
-from clbench.data.tasks import TaskSequence
+from clbench.data.batches import TaskSequence
 from clbench.spec import DataSpec, TrainingSpec
 from clbench.spec.fields import field
 
