@@ -59,6 +59,7 @@ from clbench.approaches.datatypes import (
     Evaluation,
     Hyperparameters,
     ProgressCallback,
+    StepHook,
     StepInfo,
     TaskLog,
 )
@@ -124,6 +125,7 @@ class Approach(ScenarioLosses):
         self.batch_generator = context.generator("batch-order")
         self.augment_generator = context.generator("augment") if context.augment else None
         self.training_inputs = TrainingInputs()  # the normalised inputs of the task being learned (not augmented)
+        self.step_hook: StepHook | None = None  # called after every optimiser step (the run's continual evaluation)
 
     @classmethod
     def network_problem(cls, network: NetworkSpec) -> str | None:
@@ -336,6 +338,8 @@ class Approach(ScenarioLosses):
         for index, indices in enumerate(chunks):
             step = StepInfo(stage, epoch, index, len(chunks))
             total += self.training_step(self.training_batch(data, indices), step, optimizer)
+            if self.step_hook is not None:
+                self.step_hook(step)
         return float(total) / max(1, len(chunks)), len(chunks)
 
     def training_step(self, batch: Batch, step: StepInfo, optimizer: StepOptimizer) -> torch.Tensor:
