@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from clbench import metrics
 from clbench.errors import ResultsError
@@ -166,6 +167,10 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
                      f"before each task is learned, which this run did not store (results schema 1, or an approach "
                      f"that cannot predict a task it has not learned, such as pathnet); re-run it with --force")
         return None
+    if "curve" in metric.inputs and inputs.curve is None:
+        notes.append(f"left out {run_id}: {metric.title} needs the continual evaluation's curve, which this run did "
+                     f"not store; train it with `--set training.eval_every=K` (e.g. 50)")
+        return None
     arguments = [getattr(inputs, name) for name in metric.inputs]
     notes += metric.notes(run_id, *arguments)
     return metric.compute(*arguments)
@@ -221,6 +226,10 @@ class RunInputs:
     @property
     def joint(self) -> np.ndarray:
         return self.references["joint"]
+
+    @cached_property
+    def curve(self) -> pd.DataFrame | None:
+        return self.results.curve(self.run_id)
 
     @cached_property
     def random(self) -> np.ndarray:
