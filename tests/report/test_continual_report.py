@@ -74,3 +74,12 @@ def test_continual_figure_has_one_panel_per_approach(results: Path, tmp_path: Pa
     _, figures = run_report(results, SPEC.name, request(continual=True, plot=tmp_path))
     assert {path.name for path in figures} >= {f"{SPEC.name}-continual.png", f"{SPEC.name}-continual.pdf"}
     assert all(path.stat().st_size > 0 for path in figures)
+
+
+def test_the_html_page_has_the_continual_section_when_a_run_has_a_curve(results: Path, tmp_path: Path) -> None:
+    from clbench.cli.report import write_html_report
+
+    page = tmp_path / "page.html"
+    write_html_report(results, SPEC.name, page, "accuracy", False, False, None, None, "test")
+    text = page.read_text()
+    assert 'data-table="continual"' in text and "continual evaluation" in text and "data:image/png" in text
