@@ -237,14 +237,16 @@ for _metric in (
     Metric("stability-gap", "gap", PERCENT, "stability gap", ("curve",), "clbench.curve_metrics:stability_gap",
            "1/(t-1) sum_{u<t} max(0, a_u(|T_{t-1}|) - min a_u(n)), n the curve's points in the first half of task t: "
            "the largest drop of each earlier task below its accuracy at the task boundary", DE_LANGE,
-           peers="De Lange et al. show the gap in figures and measure it through min-ACC and WF^w; its depth per task "
-                 f"boundary is clbench's. {AVALANCHE}, {MAMMOTH}, {FACIL}: none.", higher_is_better=False),
+           peers="De Lange et al. show the gap in figures and measure it through min-ACC and WF^w; their code "
+                 "(Mattdl/ContinualEvaluation `src/eval/continual_eval_metrics.py`, bae2a58) has no depth per task "
+                 f"boundary, which is clbench's. {AVALANCHE}, {MAMMOTH}, {FACIL}: none.", higher_is_better=False),
     Metric("gap-recovery", "recovery", STEPS, "steps to recover from the stability gap", ("curve",),
            "clbench.curve_metrics:gap_recovery_steps",
            "mean over u<t of the optimiser steps from the start of task t until a_u is back within 1 point of "
            "a_u(|T_{t-1}|) (0 without a drop; a task that does not recover within task t is left out, with a note)",
            "clbench (after De Lange et al. 2023's recovery phase)",
-           peers=f"None of {AVALANCHE}, {MAMMOTH} or {FACIL}, nor the authors' code, counts it.",
+           peers=f"None of {AVALANCHE}, {MAMMOTH} or {FACIL}, nor the authors' code (Mattdl/ContinualEvaluation "
+                 "`src/eval/continual_eval_metrics.py`, bae2a58), counts it.",
            explain="clbench.curve_metrics:unrecovered_notes", higher_is_better=False),
 ):
     register(_metric)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
+from resultbuilders import hand_curve as curve
 
 from clbench.curve_metrics import (
     gap,
@@ -19,26 +19,6 @@ from clbench.curve_metrics import (
     windowed_forgetting,
     worst_case_accuracy,
 )
-
-# Three tasks; task 1 steps 1-4, task 2 steps 5-12, task 3 steps 13-20; a point every 2 steps and an `end` point at
-# each task's last step. (stage, task) -> accuracies at the `step` points, then at the `end` point.
-STEPS = {1: [2, 4], 2: [6, 8, 10, 12], 3: [14, 16, 18, 20]}
-ENDS = {1: 4, 2: 12, 3: 20}
-ACCURACY = {
-    (1, 1): [0.5, 0.8, 0.9],
-    (2, 1): [0.6, 0.7, 0.9, 0.95, 0.92], (2, 2): [0.3, 0.6, 0.8, 0.85, 0.9],
-    (3, 1): [0.85, 0.5, 0.88, 0.93, 0.9], (3, 2): [0.4, 0.7, 0.75, 0.8, 0.82], (3, 3): [0.5, 0.7, 0.8, 0.9, 0.95],
-}
-
-
-def curve() -> pd.DataFrame:
-    rows = []
-    for (stage, task), values in ACCURACY.items():
-        points = [(step, "step") for step in STEPS[stage]] + [(ENDS[stage], "end")]
-        rows += [{"step": step, "stage": stage, "task": task, "at": at, "accuracy": value}
-                 for (step, at), value in zip(points, values, strict=True)]
-    return pd.DataFrame(rows).sample(frac=1.0, random_state=0)  # the functions must not rely on the rows' order
-
 
 def test_min_accuracy() -> None:
     # t=2: task 1's lowest after task 1: min(0.6, 0.7, 0.9, 0.95, 0.92) = 0.6 (its own 0.5 at step 2 not counted)
