@@ -187,8 +187,8 @@ def sensitivity_results(root: Path) -> Path:
 
 
 # A continual-evaluation curve (`clbench.curve_metrics`, `tests/metrics/test_curve_metrics.py` works its metrics
-# out by hand). Three tasks; task 1 steps 1-4, task 2 steps 5-12, task 3 steps 13-20; a point every 2 steps and an `end` point at
-# each task's last step. (stage, task) -> accuracies at the `step` points, then at the `end` point.
+# out by hand). Three tasks; task 1 steps 1-4, task 2 steps 5-12, task 3 steps 13-20; a point every 2 steps and an
+# `end` point at each task's last step. (stage, task) -> accuracies at the `step` points, then at the `end` point.
 CURVE_STEPS = {1: [2, 4], 2: [6, 8, 10, 12], 3: [14, 16, 18, 20]}
 CURVE_ENDS = {1: 4, 2: 12, 3: 20}
 CURVE_ACCURACY = {

@@ -20,6 +20,7 @@ from clbench.curve_metrics import (
     worst_case_accuracy,
 )
 
+
 def test_min_accuracy() -> None:
     # t=2: task 1's lowest after task 1: min(0.6, 0.7, 0.9, 0.95, 0.92) = 0.6 (its own 0.5 at step 2 not counted)
     # t=3: task 1: min(0.6, ..., 0.5) = 0.5; task 2 (stage 3 only): 0.4; mean 0.45
