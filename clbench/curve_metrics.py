@@ -111,6 +111,8 @@ def gap(curve: pd.DataFrame, stage: int, task: int) -> tuple[float, float]:
     it does not recover before task t ends.
     """
     boundary = end_accuracy(curve, stage - 1, task)
+    if np.isnan(boundary):  # no end point of the previous task (a curve cut short): no boundary to measure from
+        return float("nan"), float("nan")
     points = ordered(curve[(curve["stage"] == stage) & (curve["task"] == task)])
     start = int(curve[(curve["stage"] == stage - 1) & (curve["at"] == "end")]["step"].max())
     length = int(points["step"].max()) - start if len(points) else 0
