@@ -149,11 +149,11 @@ def _mean_over_earlier(curve: pd.DataFrame, which: int) -> np.ndarray:
 
 
 def unrecovered_notes(run_id: str, curve: pd.DataFrame) -> list[str]:
-    """Where an earlier task did not recover from its gap before the next task ended (left out of the mean)."""
-    notes = []
-    for stage in range(2, stage_count(curve) + 1):
-        late = [task for task in range(1, stage) if np.isnan(gap(curve, stage, task)[1])]
-        if late:
-            notes.append(f"{run_id}: task(s) {', '.join(map(str, late))} did not recover from the stability gap "
-                         f"while task {stage} was learned (left out of its mean steps to recover)")
-    return notes
+    """One note per run naming the (earlier task u, new task t) pairs whose gap did not recover before task t ended
+    (left out of the mean steps to recover); [] when every gap recovered."""
+    late = [f"{task} in {stage}" for stage in range(2, stage_count(curve) + 1) for task in range(1, stage)
+            if np.isnan(gap(curve, stage, task)[1])]
+    if not late:
+        return []
+    return [f"{run_id}: not recovered from the stability gap before the new task ended (task u in task t, left out "
+            f"of the mean steps to recover): {', '.join(late)}"]
