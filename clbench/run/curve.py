@@ -83,7 +83,10 @@ class CurveRecorder:
         self.record(stage, epochs, END)
 
     def record(self, stage: int, epoch: int, at: str) -> None:
-        for task in range(stage + 1):  # the learned tasks and the current one
+        """The points of the learned tasks and the current one; during training, not the current one for an approach
+        that cannot predict a task before it is learned (PathNet: no best path yet)."""
+        current = at == END or type(self.approach).predicts_unlearned_tasks
+        for task in range(stage + 1 if current else stage):
             evaluations = self.approach.evaluate_task(self.subsets[task], task, stage + 1)
             self.rows.extend({**self.identity, "step": self.step, "stage": stage + 1, "epoch": epoch,
                               "task": task + 1, "at": at, "evaluation": name, "accuracy": float(result.accuracy),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -35,7 +36,7 @@ def curve_of(plan) -> pd.DataFrame:  # type: ignore[no-untyped-def]
     return pd.read_parquet(plan.run_dir / CURVE_FILE)
 
 
-@pytest.mark.parametrize("method", ["sgd", "er", "hat", "ewc"])
+@pytest.mark.parametrize("method", ["sgd", "er", "hat", "ewc", "pathnet", "packnet", "joint", "random"])
 def test_the_curve_changes_no_number_and_its_end_points_are_the_end_of_task_rows(method: str, tmp_path: Path) -> None:
     _, without = run(tmp_path / "off", method, BASE)
     plan, outcome = run(tmp_path / "on", method, with_curve(BASE))
@@ -47,9 +48,12 @@ def test_the_curve_changes_no_number_and_its_end_points_are_the_end_of_task_rows
             if r["split"] == "test"}
     assert len(ends) > 0 and set(ends["stage"]) == {1, 2, 3}
     for point in ends.itertuples():
-        assert (point.accuracy, point.loss) == rows[(point.stage, point.task, point.evaluation)]
+        np.testing.assert_equal((point.accuracy, point.loss), rows[(point.stage, point.task, point.evaluation)])
     steps = curve[(curve["at"] == STEP) & (curve["task"] == 1) & (curve["evaluation"] == "task-aware")]["step"]
     assert steps.is_monotonic_increasing and steps.is_unique and (steps % 3 == 0).all()
+    assert (len(steps) > 0) == (method != "random")  # random takes no optimiser step: its end points only
+    during = curve[(curve["at"] == STEP) & (curve["task"] == curve["stage"])]
+    assert (len(during) > 0) == (method not in ("random", "pathnet"))  # pathnet: no path before the task's end
     assert set(curve[curve["stage"] == 2]["task"]) == {1, 2}  # the learned tasks and the current one only
     batches = sum(r["stage_batches"] for r in outcome.rows if r["task"] == r["stage"] and r["split"] == "test"
                   and r["evaluation"] == "task-aware")
