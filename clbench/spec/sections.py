@@ -133,7 +133,8 @@ class TrainingSpec:
                                    "curve.parquet in the run folder; 0: off (only the end-of-task evaluation)",
                             minimum=0, added=True)
     eval_subset: int = field(500, doc="continual evaluation: test images per task, a seeded draw, the same images at "
-                                      "every evaluation (the whole test set when it has fewer)", minimum=1,
+                                      "every evaluation (the whole test set when it has fewer); no effect without "
+                                      "eval_every", minimum=1,
                              added=True)
 
 

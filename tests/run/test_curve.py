@@ -64,7 +64,9 @@ def test_eval_every_off_leaves_the_config_hash_and_the_reference_hash_alone(tmp_
     [off] = plan_runs(BASE, ["sgd"], [0], tmp_path)
     [on] = plan_runs(with_curve(BASE), ["sgd"], [0], tmp_path)
     [default] = plan_runs(replace(BASE, training=replace(BASE.training, eval_every=0)), ["sgd"], [0], tmp_path)
-    assert default.config_hash == off.config_hash and "eval_every" not in off.config["training"]
+    [subset_only] = plan_runs(replace(BASE, training=replace(BASE.training, eval_subset=7)), ["sgd"], [0], tmp_path)
+    assert default.config_hash == off.config_hash == subset_only.config_hash  # eval_subset alone does nothing
+    assert "eval_every" not in off.config["training"]
     assert on.config_hash != off.config_hash  # another run (its own folder) ...
     assert on.reference_hash == off.reference_hash  # ... measured against the same joint reference
 
