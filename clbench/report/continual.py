@@ -16,7 +16,7 @@ from clbench.report.cells import format_cell, sort_value
 from clbench.report.formatting import Table
 from clbench.report.loading import REFERENCES, Results
 from clbench.report.notes import complete_runs
-from clbench.report.statistics import Cell, run_values, summarize
+from clbench.report.statistics import Cell, run_curve, run_values, summarize
 
 CONTINUAL_METRICS = ("min-accuracy", "worst-case-accuracy", "windowed-forgetting", "stability-gap", "gap-recovery")
 """The columns of `--continual`, after A^{<=T}; `--summary` shows the first two where a run has a curve."""
@@ -55,7 +55,7 @@ def last_values(results: Results, names: tuple[str, ...], notes: list[str]) -> d
 
 def no_curve_note(results: Results, run_ids: list[str]) -> list[str]:
     """The note naming the approaches (labels) with runs that have no curve; [] when every run has one."""
-    labels = sorted({results.info[run_id]["label"] for run_id in run_ids if results.curve(run_id) is None})
+    labels = sorted({results.info[run_id]["label"] for run_id in run_ids if run_curve(results, run_id) is None})
     return [NO_CURVE_NOTE.format(labels=", ".join(labels))] if labels else []
 
 
@@ -107,7 +107,7 @@ def curves_by_label(results: Results) -> dict[str, tuple[int, pd.DataFrame]]:
     for run_id, run in sorted(results.info.items(), key=lambda item: int(item[1]["seed"])):
         if run["method"] in REFERENCES or run["label"] in chosen:
             continue
-        curve = results.curve(run_id)
+        curve = run_curve(results, run_id)
         if curve is not None:
             chosen[run["label"]] = (int(run["seed"]), curve)
     return chosen

@@ -21,7 +21,6 @@ from clbench.report.labels import method_labels
 from clbench.results import (
     ACCURACY_FILE,
     CLASS_LOSS_DEFAULT,
-    CURVE_FILE,
     EVALUATIONS,
     READABLE_SCHEMA_VERSIONS,
     RUN_FILE,
@@ -122,17 +121,6 @@ class Results:
         if int(self.info[run_id]["schema_version"]) < 2:
             return "not measured (stored before task-agnostic evaluation: re-run with --force)"
         return "needs the task id"
-
-    def curve(self, run_id: str) -> pd.DataFrame | None:
-        """A run's continual-evaluation curve (`curve.parquet`: `training.eval_every`) in the chosen evaluation, or
-        None when it has none. A domain run's one evaluation reads as either (`DOMAIN`)."""
-        if CURVE_FILE not in self.files.get(run_id, set()):
-            return None
-        curve = pd.read_parquet(self.folder(run_id) / CURVE_FILE)
-        if self.info[run_id].get("scenario") == DOMAIN:
-            return curve
-        chosen = curve[curve["evaluation"] == self.evaluation]
-        return chosen if len(chosen) else None
 
     def holds_out_no_validation(self, run_id: str) -> bool:
         """Whether a run's protocol held no validation split out of its training data (its run.json's

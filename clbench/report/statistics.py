@@ -18,7 +18,8 @@ import pandas as pd
 from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.metric_registry import METRICS, Metric
-from clbench.report.loading import REFERENCES, Results
+from clbench.report.loading import DOMAIN, REFERENCES, Results
+from clbench.results import CURVE_FILE
 
 CONFIDENCE = 0.95
 # What a run shares with each reference (besides the seed): `joint` is trained, so it must share the run's data,
@@ -229,7 +230,7 @@ class RunInputs:
 
     @cached_property
     def curve(self) -> pd.DataFrame | None:
-        return self.results.curve(self.run_id)
+        return run_curve(self.results, self.run_id)
 
     @cached_property
     def random(self) -> np.ndarray:
@@ -240,6 +241,18 @@ class RunInputs:
     def margin(self) -> np.ndarray:
         return metrics.reference_gap_margin(self.joint, self.random,
                                             self.results.test_sizes(self.run_id, self.learned.shape[0]))
+
+
+def run_curve(results: Results, run_id: str) -> pd.DataFrame | None:
+    """A run's continual-evaluation curve (`curve.parquet`: `training.eval_every`) in the chosen evaluation, or None
+    when it has none. A domain run's one evaluation reads as either (`DOMAIN`)."""
+    if CURVE_FILE not in results.files.get(run_id, set()):
+        return None
+    curve = pd.read_parquet(results.folder(run_id) / CURVE_FILE)
+    if results.info[run_id].get("scenario") == DOMAIN:
+        return curve
+    chosen = curve[curve["evaluation"] == results.evaluation]
+    return chosen if len(chosen) else None
 
 
 def chance_per_stage(results: Results, run_id: str) -> bool:

@@ -27,6 +27,7 @@ from clbench.report.statistics import (
     _reference_command,
     match_reference,
     reference_candidates,
+    run_curve,
     run_values,
     summarize,
 )
@@ -107,7 +108,7 @@ def _add_continual(results: Results, summary: Summary, per_label: dict[str, list
     from clbench.report.continual import last_values, no_curve_note
 
     run_ids = [run_id for runs in per_label.values() for run_id in runs]
-    if all(results.curve(run_id) is None for run_id in run_ids):
+    if all(run_curve(results, run_id) is None for run_id in run_ids):
         return
     values = last_values(results, SUMMARY_CONTINUAL, [])
     for row in summary.rows:
