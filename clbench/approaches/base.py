@@ -20,7 +20,8 @@ Hooks (all optional): `build_network`, `begin_task`, `training_data`, `trainable
 `restore_epoch_state` (state kept and restored with the best weights), `end_task`, `predict`, `predict_classes`,
 `extra_state` / `load_extra_state` (what a checkpoint needs besides the network), `monitoring` (tables stored
 with the run), `log_scalars` (scalars for the training logs), `train_mode` (the network's mode in a training
-epoch), `make_optimizer`.
+epoch), `make_optimizer`. Not a hook: `step_hook`, set by the run engine, is called after each optimiser step
+(`clbench.run.curve`, the continual evaluation of `training.eval_every`).
 
 Augmentation (`data.augment`): each training batch's uint8 images are randomly cropped and flipped before they are
 normalised (`training_batch`, `augment_images`; `clbench.data.augment`), drawn from the run's `augment` stream, which
