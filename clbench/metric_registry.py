@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 PERCENT, RATIO = "percent", "ratio"
-UNITS = (PERCENT, RATIO)
-"""How a metric's values are written: `percent` (accuracy points: x 100, one decimal) or `ratio` (two decimals)."""
+STEPS = "steps"
+UNITS = (PERCENT, RATIO, STEPS)
+"""How a metric's values are written: `percent` (accuracy points: x 100, one decimal), `ratio` (two decimals) or
+`steps` (optimiser steps, whole numbers)."""
 
 INPUTS: dict[str, str] = {
     "learned": "the run's T x T accuracy matrix A^{u<=t} of the tasks learned (on and below the diagonal)",
@@ -33,6 +35,8 @@ INPUTS: dict[str, str] = {
     "random": "A_R of the run's matching random reference: length-T A_R^u (task-aware, the domain scenario), or "
               "T x T A_R^{u<=t} (task-agnostic: the chance level of each stage); `clbench.metrics.random_reference`",
     "margin": "the T x T smallest clearly positive A_J - A_R (`clbench.metrics.reference_gap_margin`)",
+    "curve": "the run's continual-evaluation curve (`curve.parquet`, `training.eval_every`) in the chosen evaluation: "
+             "step, stage, task, at, accuracy (`clbench.curve_metrics`); a run without one is left out",
 }
 """The inputs a metric's function can take, by name: what `run_values` builds for each run."""
 
@@ -197,5 +201,52 @@ for _metric in (
                  "before the method's `begin_task`), neither at initialisation. CLArena "
                  "(`clarena/pipelines/cl_full_eval.py` `evaluate_and_save_fwt_to_csv`, bf58528): A^{u<=u} minus "
                  f"the accuracy of an independently trained model on u, another quantity. {FACIL}: none."),
+):
+    register(_metric)
+
+
+DE_LANGE = "De Lange et al. 2023 (continual evaluation)"
+CONTINUAL_PEERS = ("The authors' code (Mattdl/ContinualEvaluation `src/eval/continual_eval_metrics.py`, bae2a58) "
+                   "computes it after every training iteration. {AVALANCHE}'s `SupervisedTemplate` evaluates during "
+                   "training every `eval_every` iterations with `peval_mode='iteration'` (its docstring, as "
+                   "ContinualAI/clvision-challenge-2023 `strategies/my_strategy.py` repeats it) and {MAMMOTH} every "
+                   "`--eval_epochs` epochs (`utils/args.py`, 010d4ff), but neither turns the points into this metric; "
+                   "{FACIL} evaluates after each task only. ")
+for _metric in (
+    Metric("min-accuracy", "min-ACC", PERCENT, "average minimum accuracy", ("curve",),
+           "clbench.curve_metrics:min_accuracy",
+           "1/(t-1) sum_{u<t} min_{|T_u| < n <= |T_t|} a_u(n): each earlier task's lowest accuracy on the curve after "
+           "it was learned, up to the end of task t", DE_LANGE,
+           peers=CONTINUAL_PEERS.format(AVALANCHE=AVALANCHE, MAMMOTH=MAMMOTH, FACIL=FACIL)
+           + "The authors' `TaskTrackingMINAccuracyPluginMetric` keeps each task's minimum while another task is "
+             "learned."),
+    Metric("worst-case-accuracy", "WC-ACC", PERCENT, "worst-case accuracy", ("curve",),
+           "clbench.curve_metrics:worst_case_accuracy",
+           "1/t a_t(|T_t|) + (1 - 1/t) min-ACC^{<=t}: the current task's accuracy at its end with the earlier tasks' "
+           "minima", DE_LANGE,
+           peers=CONTINUAL_PEERS.format(AVALANCHE=AVALANCHE, MAMMOTH=MAMMOTH, FACIL=FACIL)
+           + "The authors' `WCACCPluginMetric`: the mean of the current task's accuracy and the other tasks' minima."),
+    Metric("windowed-forgetting", "WF10", PERCENT, "windowed forgetting", ("curve",),
+           "clbench.curve_metrics:windowed_forgetting",
+           "1/t sum_{u<=t} max_{i<j, j-i<10} (a_u(n_i) - a_u(n_j)): each task's largest drop within 10 consecutive "
+           "evaluations of the curve up to the end of task t, averaged", DE_LANGE,
+           peers=CONTINUAL_PEERS.format(AVALANCHE=AVALANCHE, MAMMOTH=MAMMOTH, FACIL=FACIL)
+           + "The authors' `WindowedForgettingPluginMetric(window_size=10)` keeps it per task, over evaluations "
+             "every iteration (clbench's are every K steps); the mean over the tasks is clbench's.",
+           higher_is_better=False),
+    Metric("stability-gap", "gap", PERCENT, "stability gap", ("curve",), "clbench.curve_metrics:stability_gap",
+           "1/(t-1) sum_{u<t} max(0, a_u(|T_{t-1}|) - min a_u(n)), n the curve's points in the first half of task t: "
+           "the largest drop of each earlier task below its accuracy at the task boundary", DE_LANGE,
+           peers="De Lange et al. show the gap in figures and measure it through min-ACC and WF^w; their code "
+                 "(Mattdl/ContinualEvaluation `src/eval/continual_eval_metrics.py`, bae2a58) has no depth per task "
+                 f"boundary, which is clbench's. {AVALANCHE}, {MAMMOTH}, {FACIL}: none.", higher_is_better=False),
+    Metric("gap-recovery", "recovery", STEPS, "steps to recover from the stability gap", ("curve",),
+           "clbench.curve_metrics:gap_recovery_steps",
+           "mean over u<t of the optimiser steps from the start of task t until a_u is back within 1 point of "
+           "a_u(|T_{t-1}|) (0 without a drop; a task that does not recover within task t is left out, with a note)",
+           "clbench (after De Lange et al. 2023's recovery phase)",
+           peers=f"None of {AVALANCHE}, {MAMMOTH} or {FACIL}, nor the authors' code (Mattdl/ContinualEvaluation "
+                 "`src/eval/continual_eval_metrics.py`, bae2a58), counts it.",
+           explain="clbench.curve_metrics:unrecovered_notes", higher_is_better=False),
 ):
     register(_metric)

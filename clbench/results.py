@@ -48,6 +48,7 @@ EVALUATIONS = ("task-aware", "task-agnostic")
 TEST, VALIDATION = SPLITS = ("test", "validation")
 SCENARIOS = ("task", "class")
 ACCURACY_FILE = "accuracy.parquet"
+CURVE_FILE = "curve.parquet"  # `training.eval_every`: the continual evaluation's points (`clbench.run.curve`)
 EVALUATION_FILE = "evaluation.parquet"  # `clbench evaluate`: the same schema, recomputed from checkpoints
 RUN_FILE = "run.json"
 

@@ -184,3 +184,29 @@ def sensitivity_results(root: Path) -> Path:
         write_run(root, "hat", 0, matrix, config_hash=f"g{index}", hyperparameters={"smax": smax, "c": c})
     write_run(root, "hat", 1, ALL_09, config_hash="g0", hyperparameters={"smax": 25, "c": 0.1})  # no references
     return root
+
+
+# A continual-evaluation curve (`clbench.curve_metrics`, `tests/metrics/test_curve_metrics.py` works its metrics
+# out by hand). Three tasks; task 1 steps 1-4, task 2 steps 5-12, task 3 steps 13-20; a point every 2 steps and an
+# `end` point at each task's last step. (stage, task) -> accuracies at the `step` points, then at the `end` point.
+CURVE_STEPS = {1: [2, 4], 2: [6, 8, 10, 12], 3: [14, 16, 18, 20]}
+CURVE_ENDS = {1: 4, 2: 12, 3: 20}
+CURVE_ACCURACY = {
+    (1, 1): [0.5, 0.8, 0.9],
+    (2, 1): [0.6, 0.7, 0.9, 0.95, 0.92], (2, 2): [0.3, 0.6, 0.8, 0.85, 0.9],
+    (3, 1): [0.85, 0.5, 0.88, 0.93, 0.9], (3, 2): [0.4, 0.7, 0.75, 0.8, 0.82], (3, 3): [0.5, 0.7, 0.8, 0.9, 0.95],
+}
+
+
+def hand_curve() -> pd.DataFrame:
+    rows = []
+    for (stage, task), values in CURVE_ACCURACY.items():
+        points = [(step, "step") for step in CURVE_STEPS[stage]] + [(CURVE_ENDS[stage], "end")]
+        rows += [{"step": step, "stage": stage, "task": task, "at": at, "accuracy": value}
+                 for (step, at), value in zip(points, values, strict=True)]
+    return pd.DataFrame(rows).sample(frac=1.0, random_state=0)  # the functions must not rely on the rows' order
+
+
+def write_curve_file(run_dir: Path, curve: pd.DataFrame, evaluation: str = "task-aware") -> None:
+    """`curve.parquet` in a run folder, as the engine writes it (`clbench.run.curve`), in one evaluation."""
+    curve.assign(evaluation=evaluation, loss=0.0).to_parquet(run_dir / "curve.parquet")

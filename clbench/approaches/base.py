@@ -20,7 +20,8 @@ Hooks (all optional): `build_network`, `begin_task`, `training_data`, `trainable
 `restore_epoch_state` (state kept and restored with the best weights), `end_task`, `predict`, `predict_classes`,
 `extra_state` / `load_extra_state` (what a checkpoint needs besides the network), `monitoring` (tables stored
 with the run), `log_scalars` (scalars for the training logs), `train_mode` (the network's mode in a training
-epoch), `make_optimizer`.
+epoch), `make_optimizer`. Not a hook: `step_hook`, set by the run engine, is called after each optimiser step
+(`clbench.run.curve`, the continual evaluation of `training.eval_every`).
 
 Augmentation (`data.augment`): each training batch's uint8 images are randomly cropped and flipped before they are
 normalised (`training_batch`, `augment_images`; `clbench.data.augment`), drawn from the run's `augment` stream, which
@@ -59,6 +60,7 @@ from clbench.approaches.datatypes import (
     Evaluation,
     Hyperparameters,
     ProgressCallback,
+    StepHook,
     StepInfo,
     TaskLog,
 )
@@ -123,6 +125,7 @@ class Approach(ScenarioLosses):
             compile_network(self.network)
         self.batch_generator = context.generator("batch-order")
         self.augment_generator = context.generator("augment") if context.augment else None
+        self.step_hook: StepHook | None = None  # called after every optimiser step (the run's continual evaluation)
 
     @classmethod
     def network_problem(cls, network: NetworkSpec) -> str | None:
@@ -336,6 +339,8 @@ class Approach(ScenarioLosses):
         for index, indices in enumerate(chunks):
             step = StepInfo(stage, epoch, index, len(chunks))
             total += self.training_step(self.training_batch(data, indices), step, optimizer)
+            if self.step_hook is not None:
+                self.step_hook(step)
         return float(total) / max(1, len(chunks)), len(chunks)
 
     def training_step(self, batch: Batch, step: StepInfo, optimizer: StepOptimizer) -> torch.Tensor:

@@ -103,3 +103,5 @@ TASK_AGNOSTIC = "task-agnostic"
 
 
 ProgressCallback = Callable[[EpochLog], None]
+StepHook = Callable[[StepInfo], None]
+"""Called by `Approach.train_epoch` after each optimiser step (`clbench.run.curve`: the continual evaluation)."""

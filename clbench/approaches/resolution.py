@@ -15,7 +15,13 @@ from clbench.approaches.datatypes import Hyperparameters
 from clbench.approaches.refusals import Refusal, approach_refusal
 from clbench.approaches.registry import REGISTRY, approach_names, ensure_loaded, lookup, reload_spec
 from clbench.errors import SpecError
-from clbench.spec import BenchmarkSpec, TrainingSpec, check_approach_sections, scenario_training
+from clbench.spec import (
+    BenchmarkSpec,
+    TrainingSpec,
+    check_approach_sections,
+    scenario_training,
+    without_continual_evaluation,
+)
 from clbench.spec.fields import build, identity_dict, origin_of, to_dict
 from clbench.spec.grid import GridAxis, value_text
 from clbench.spec.sections import check_optimizer
@@ -38,10 +44,10 @@ class ResolvedApproach:
     def config(self) -> dict[str, Any]:
         """Hyper-parameters and protocol (without the `added` training fields at their default, as `run_config`'s
         data and network: stored runs keep their hashes); the approach's `revision` too once its algorithm has
-        changed."""
+        changed. `eval_subset` without `eval_every` does nothing, and is left out like its default."""
         revision = {"revision": self.cls.revision} if self.cls.revision else {}
-        return {"hyperparameters": to_dict(self.hyperparameters), "training": identity_dict(self.training),
-                **revision}
+        measured = self.training if self.training.eval_every else without_continual_evaluation(self.training)
+        return {"hyperparameters": to_dict(self.hyperparameters), "training": identity_dict(measured), **revision}
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle by name plus how to import a plugin again, so a spawned worker can rebuild it."""

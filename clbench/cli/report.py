@@ -46,6 +46,7 @@ class ReportRequest:
     split: str = "test"
     tuning: bool = False
     compare: tuple[str, ...] = ()  # `--compare`: the approaches compared pairwise, as given
+    continual: bool = False  # `--continual`: the continual evaluation's metrics (`clbench.report.continual`)
 
     @property
     def named_monitoring(self) -> list[str]:
@@ -65,6 +66,10 @@ def report(
     summary: Annotated[bool, typer.Option(
         "--summary", help="After the last task: parameters, A<=T, backward transfer, max-previous "
                           "forgetting.")] = False,
+    continual: Annotated[bool, typer.Option(
+        "--continual", help="After the last task: min-ACC, WC-ACC, windowed forgetting WF10, the stability gap and "
+                            "the steps to recover, from the curves of runs trained with training.eval_every "
+                            "(De Lange et al. 2023); with --plot, every task's accuracy over the steps.")] = False,
     time: Annotated[bool, typer.Option(
         "--time", help="Training time: total, per epoch, per batch (and the bench's batch-F / batch-FB from "
                        "<results>/_bench).")] = False,
@@ -110,10 +115,11 @@ def report(
     names = tuple(name.strip() for name in compare.split(",") if name.strip()) if compare is not None else ()
     if compare is not None and len(set(names)) < 2:
         raise ClbenchError(f"--compare needs at least two approaches, comma-separated (got {compare!r})")
-    others = summary or time or hat or monitoring or paper or tuning or bool(names)
+    others = summary or continual or time or hat or monitoring or paper or tuning or bool(names)
     _check_outputs(html_file, output, plot)
     if html_file is not None:
-        given = [name for name, on in (("--table", table is not None), ("--summary", summary), ("--time", time),
+        given = [name for name, on in (("--table", table is not None), ("--summary", summary),
+                                       ("--continual", continual), ("--time", time),
                                        ("--hat", hat), ("--monitoring", monitoring), ("--paper", paper),
                                        ("--tuning", tuning), ("--plot", plot is not None),
                                        ("--output", output is not None), ("--format", fmt != "markdown")) if on]
@@ -123,7 +129,7 @@ def report(
         return
     request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
                             references, parse_seeds(seeds) if seeds else None, plot, monitoring, paper, evaluation,
-                            split, tuning, names)
+                            split, tuning, names, continual)
     text, figures = run_report(results, benchmark, request)
     if output is not None:
         from clbench.results import atomic_write_bytes
@@ -259,6 +265,12 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_a
         summary = build_summary(loaded)
         text = summary_csv(summary, ci) if fmt == "csv" else render_tables([summary_table(summary, ci)], fmt)
         sections.append((name, "summary", text))
+    if request.continual:
+        from clbench.report.continual import build_continual, continual_csv, continual_table
+
+        built = build_continual(loaded)
+        sections.append((name, "continual", continual_csv(built, ci) if fmt == "csv"
+                         else render_tables([continual_table(built, ci)], fmt)))
     if request.time:
         timing = build_time_report(loaded)
         text = time_csv(timing, ci) if fmt == "csv" else render_tables([time_table(timing, ci)], fmt)
@@ -278,6 +290,10 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_a
     figures = _draw(request, main, _other_evaluation(results, name, request, loaded, main))
     if request.plot is not None:
         figures += monitoring_figures(loaded, named, request.plot)
+    if request.plot is not None and request.continual:
+        from clbench.report.continual import plot_continual
+
+        figures += plot_continual(loaded, request.plot)
     if request.monitoring:
         others = [reporter for reporter in monitoring_reporters(loaded)
                   if reporter.method not in request.named_monitoring]  # --hat printed HAT's already

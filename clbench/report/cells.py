@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import math
 
-from clbench.metric_registry import PERCENT, UNITS
+from clbench.metric_registry import PERCENT, STEPS, UNITS
 from clbench.report.statistics import Cell
 
 
 def format_cell(cell: Cell, unit: str, ci: bool = False) -> str:
     """A cell in a metric's `unit` (`clbench.metric_registry.UNITS`): `-0.06 (0.01)` as a `ratio` (the forgetting
-    ratio), `99.0 (0.2)` in `percent` (accuracy points: accuracy, BWT, ...); `–` when empty.
+    ratio), `99.0 (0.2)` in `percent` (accuracy points: accuracy, BWT, ...), `120 (15)` in `steps`; `–` when empty.
 
     With `ci`, `-0.06 ± 0.02`: the mean and the half-width of its Student-t 95% confidence interval.
     """
     if unit not in UNITS:
         raise ValueError(f"format_cell: unit {unit!r}, not one of {', '.join(UNITS)}")
-    scale, digits = (100.0, 1) if unit == PERCENT else (1.0, 2)
+    scale, digits = (100.0, 1) if unit == PERCENT else (1.0, 0) if unit == STEPS else (1.0, 2)
     return format_value(cell, scale, digits, ci)
 
 

@@ -68,6 +68,7 @@ def benchmark_sections(results_dir: Path, benchmark: str, options: PageOptions, 
         _table_section(main, _other_report(main, chosen, options), options, scratch),
         _matrices_section(chosen, scratch),
         _summary_section(loaded, options),
+        *([section] if (section := _continual_section(chosen, options, scratch)) else []),
         PageSection("training time", "time", _tables_block("time", render_tables(
             [time_table(build_time_report(chosen), options.ci)], "html"))),
         *[section for method in _methods(chosen) if (section := _monitoring_section(chosen, method, scratch))],
@@ -111,6 +112,19 @@ def _summary_section(loaded: dict[str, Results], options: PageOptions) -> PageSe
         f"summary-{evaluation}", render_tables([summary_table(build_summary(results), options.ci)], "html"))
         for evaluation, results in loaded.items()]
     return PageSection("summary and memory (after the last task)", "summary", "".join(blocks))
+
+
+def _continual_section(results: Results, options: PageOptions, scratch: Path) -> PageSection | None:
+    """`--continual`'s table and figure (`clbench.report.continual`); None when no run has a curve."""
+    from clbench.report.continual import build_continual, continual_table, plot_continual
+
+    paths = [path for path in plot_continual(results, scratch) if path.suffix == PNG]
+    if not paths:
+        return None
+    caption = "each task's accuracy over the optimiser steps (task boundaries dotted), the lowest seed of each approach"
+    body = _tables_block("continual", render_tables([continual_table(build_continual(results), options.ci)],
+                                                    "html")) + _figures_block([(caption, paths[0])], "continual")
+    return PageSection(f"continual evaluation ({results.evaluation})", "continual", body)
 
 
 def _comparison_section(results: Results, names: Sequence[str], comparisons: list[Comparison] | None,

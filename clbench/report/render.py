@@ -128,7 +128,8 @@ def summary_csv(summary: Summary, ci: bool = False) -> str:
                                                                ("learning-accuracy", row.learning_accuracy),
                                                                ("forward-transfer", row.forward_transfer),
                                                                ("intransigence", row.intransigence),
-                                                               ("memory-bytes", row.memory_bytes))]
+                                                               ("memory-bytes", row.memory_bytes),
+                                                               *row.continual.items())]
     columns = ["benchmark", "approach", "parameters", "quantity", "stage", "mean", "std", "seeds"]
     frame = pd.DataFrame(records, columns=columns + (["ci95"] if ci else []))
     frame["parameters"] = frame["parameters"].astype("Int64")

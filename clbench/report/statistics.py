@@ -13,11 +13,13 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.metric_registry import METRICS, Metric
-from clbench.report.loading import REFERENCES, Results
+from clbench.report.loading import DOMAIN, REFERENCES, Results
+from clbench.results import CURVE_FILE
 
 CONFIDENCE = 0.95
 # What a run shares with each reference (besides the seed): `joint` is trained, so it must share the run's data,
@@ -166,6 +168,10 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
                      f"before each task is learned, which this run did not store (results schema 1, or an approach "
                      f"that cannot predict a task it has not learned, such as pathnet); re-run it with --force")
         return None
+    if "curve" in metric.inputs and inputs.curve is None:
+        notes.append(f"left out {run_id}: {metric.title} needs the continual evaluation's curve, which this run did "
+                     f"not store; train it with `--set training.eval_every=K` (e.g. 50)")
+        return None
     arguments = [getattr(inputs, name) for name in metric.inputs]
     notes += metric.notes(run_id, *arguments)
     return metric.compute(*arguments)
@@ -223,6 +229,10 @@ class RunInputs:
         return self.references["joint"]
 
     @cached_property
+    def curve(self) -> pd.DataFrame | None:
+        return run_curve(self.results, self.run_id)
+
+    @cached_property
     def random(self) -> np.ndarray:
         return metrics.random_reference(self.references["random"], per_stage=chance_per_stage(self.results,
                                                                                                self.run_id))
@@ -231,6 +241,18 @@ class RunInputs:
     def margin(self) -> np.ndarray:
         return metrics.reference_gap_margin(self.joint, self.random,
                                             self.results.test_sizes(self.run_id, self.learned.shape[0]))
+
+
+def run_curve(results: Results, run_id: str) -> pd.DataFrame | None:
+    """A run's continual-evaluation curve (`curve.parquet`: `training.eval_every`) in the chosen evaluation, or None
+    when it has none. A domain run's one evaluation reads as either (`DOMAIN`)."""
+    if CURVE_FILE not in results.files.get(run_id, set()):
+        return None
+    curve = pd.read_parquet(results.folder(run_id) / CURVE_FILE)
+    if results.info[run_id].get("scenario") == DOMAIN:
+        return curve
+    chosen = curve[curve["evaluation"] == results.evaluation]
+    return chosen if len(chosen) else None
 
 
 def chance_per_stage(results: Results, run_id: str) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clbench import metrics
+from clbench.metric_registry import METRICS
 from clbench.report.cells import format_cell, format_memory, format_parameters, sort_value
 from clbench.report.formatting import Table
 from clbench.report.loading import REFERENCES, Results
@@ -26,6 +27,7 @@ from clbench.report.statistics import (
     _reference_command,
     match_reference,
     reference_candidates,
+    run_curve,
     run_values,
     summarize,
 )
@@ -45,6 +47,7 @@ class SummaryRow:
     forward_transfer: Cell = Cell(float("nan"), float("nan"), 0)  # empty without stage-0 rows
     intransigence: Cell = Cell(float("nan"), float("nan"), 0)  # empty without a matching joint reference
     memory_bytes: Cell = Cell(float("nan"), float("nan"), 0)  # extra memory after the last task (schema 2)
+    continual: dict[str, Cell] = field(default_factory=dict)  # min-ACC and WC-ACC where a run has a curve
 
 
 @dataclass
@@ -56,6 +59,7 @@ class Summary:
     rows: list[SummaryRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unmeasured: dict[str, str] = field(default_factory=dict)  # label -> why no number ("needs the task id")
+    continual: tuple[str, ...] = ()  # the continual metrics shown (`SUMMARY_CONTINUAL`), when a run has a curve
 
 
 def build_summary(results: Results, include_references: bool = True) -> Summary:
@@ -86,11 +90,32 @@ def build_summary(results: Results, include_references: bool = True) -> Summary:
             summarize(memory[run_id] for run_id in run_ids if run_id in memory)))
         if len({m.shape[0] for m in matrices}) > 1:
             summary.notes.append(f"{label}: runs have different numbers of tasks; A^<=T is each run's last stage")
+    _add_continual(results, summary, per_label)
     summary.rows.sort(key=lambda row: (sort_value(row.accuracy), row.label))
     summary.notes += missing_joint_notes(results, per_label, intransigence)
     summary.notes += seed_coverage_notes({row.label: row.seeds for row in summary.rows})
     summary.unmeasured = unmeasured_labels(results, include_references, set(per_label))
     return summary
+
+
+SUMMARY_CONTINUAL = ("min-accuracy", "worst-case-accuracy")
+"""The continual evaluation's metrics the summary shows, where a run has a curve (`training.eval_every`)."""
+
+
+def _add_continual(results: Results, summary: Summary, per_label: dict[str, list[str]]) -> None:
+    """min-ACC and WC-ACC per row when any run has a curve (else the table keeps its columns), with the note naming
+    the option for the rows without one."""
+    from clbench.report.continual import last_values, no_curve_note
+
+    run_ids = [run_id for runs in per_label.values() for run_id in runs]
+    if all(run_curve(results, run_id) is None for run_id in run_ids):
+        return
+    values = last_values(results, SUMMARY_CONTINUAL, [])
+    for row in summary.rows:
+        row.continual.update({name: summarize(values[name][run_id] for run_id in per_label[row.label]
+                                              if run_id in values[name]) for name in SUMMARY_CONTINUAL})
+    summary.continual = SUMMARY_CONTINUAL
+    summary.notes += no_curve_note(results, run_ids)
 
 
 def missing_joint_notes(results: Results, per_label: dict[str, list[str]],
@@ -138,8 +163,10 @@ def summary_table(summary: Summary, ci: bool = False) -> Table:
              format_cell(row.backward_transfer, "percent", ci), format_cell(row.forgetting, "percent", ci),
              format_cell(row.learning_accuracy, "percent", ci), format_cell(row.forward_transfer, "percent", ci),
              format_cell(row.intransigence, "percent", ci), format_memory(row.memory_bytes),
+             *(format_cell(row.continual[name], "percent", ci) for name in summary.continual),
              str(len(row.seeds))] for row in summary.rows]
     head = ["approach", "parameters", f"A<={summary.stages}", "BWT", "forgetting", "LA", "FWT", "I", "memory",
-            "seeds"]
-    rows += [[label, "", *[reason.split(" (")[0]] * 6, "", "-"] for label, reason in summary.unmeasured.items()]
+            *(METRICS[name].symbol for name in summary.continual), "seeds"]
+    rows += [[label, "", *[reason.split(" (")[0]] * 6, "", *[reason.split(" (")[0]] * len(summary.continual), "-"]
+             for label, reason in summary.unmeasured.items()]
     return Table(head, rows, notes=list(summary.notes))

@@ -31,9 +31,13 @@ def checkpoint_path(run_dir: Path, stage: int) -> Path:
     return Path(run_dir) / "checkpoints" / f"stage-{stage + 1:02d}.pt"
 
 
-def save_checkpoint(run_dir: Path, stage: int, approach: Approach, rows: list[dict[str, Any]]) -> None:
-    """The approach state, the global random streams and the rows so far after task `stage`, atomically."""
+def save_checkpoint(run_dir: Path, stage: int, approach: Approach, rows: list[dict[str, Any]],
+                    curve: dict[str, Any] | None = None) -> None:
+    """The approach state, the global random streams and the rows so far after task `stage`, atomically; `curve`:
+    the continual evaluation's state (`clbench.run.curve.CurveRecorder.state`), when it is on."""
     payload = {"stage": stage, "approach": approach.state(), "rows": rows, "torch_rng": torch.get_rng_state()}
+    if curve is not None:
+        payload["curve"] = curve
     if approach.device.type == "cuda":
         payload["cuda_rng"] = torch.cuda.get_rng_state(approach.device)
     buffer = io.BytesIO()
@@ -42,7 +46,9 @@ def save_checkpoint(run_dir: Path, stage: int, approach: Approach, rows: list[di
 
 
 def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int, damaged: list[str] | None = None,
-                           upgrade: RowUpgrade | None = None) -> tuple[int, list[dict[str, Any]]]:
+                           upgrade: RowUpgrade | None = None,
+                           curve: Callable[[dict[str, Any] | None], None] | None = None,
+                           ) -> tuple[int, list[dict[str, Any]]]:
     """Restore the state after the last finished task; returns (first stage to train, rows so far).
 
     Restores the approach (network, extra state, batch generator) and torch's global (and CUDA) generator as
@@ -51,7 +57,7 @@ def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int, dama
     stage's is used instead; the stages after it are trained again. A checkpoint written before results schema 3
     (schema 1: task-aware rows of u <= t only; schema 2: test rows only) has its rows completed by
     `upgrade(stage, old rows)` (called before the approach's state is loaded: the approach is still at
-    initialisation).
+    initialisation). `curve` receives the checkpoint's continual-evaluation state (None if it kept none).
     """
     found = last_readable_checkpoint(run_dir, n_tasks, damaged if damaged is not None else [])
     if found is None:
@@ -71,6 +77,8 @@ def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int, dama
         raise ClbenchError(f"checkpoint {checkpoint_path(run_dir, stage)} does not hold stages 0..{stage + 1}: "
                            f"re-run with --force")
     approach.load_state(checkpoint["approach"])
+    if curve is not None:
+        curve(checkpoint.get("curve"))
     torch.set_rng_state(checkpoint["torch_rng"])
     if "cuda_rng" in checkpoint and approach.device.type == "cuda":
         torch.cuda.set_rng_state(checkpoint["cuda_rng"], approach.device)

@@ -34,6 +34,7 @@ from clbench.errors import ClbenchError
 from clbench.nets import parameter_count
 from clbench.results import (
     ACCURACY_FILE,
+    CURVE_FILE,
     EVALUATION_FILE,
     RUN_FILE,
     SCHEMA_VERSION,
@@ -48,6 +49,7 @@ from clbench.results import (
     write_json,
 )
 from clbench.run.checkpoints import resume_from_checkpoint, save_checkpoint, upgraded_rows
+from clbench.run.curve import CurveRecorder, curve_recorder, write_curve
 from clbench.run.interrupts import interrupts_held
 from clbench.run.locking import held_lock, lock_holder
 from clbench.run.loggers.run_loggers import RunLoggers, open_run_loggers
@@ -178,8 +180,8 @@ def check_code(plan: RunPlan, force: bool = False) -> None:
 
 
 def discard_progress(run_dir: Path) -> None:
-    """Forget a run's accuracies, evaluations and checkpoints (`--force`), so no stale stage is resumed."""
-    for name in (ACCURACY_FILE, EVALUATION_FILE):
+    """Forget a run's accuracies, evaluations, curve and checkpoints (`--force`), so no stale stage is resumed."""
+    for name in (ACCURACY_FILE, EVALUATION_FILE, CURVE_FILE):
         (run_dir / name).unlink(missing_ok=True)
     for path in (run_dir / "checkpoints").glob("stage-*.pt"):
         path.unlink()
@@ -251,9 +253,11 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
     tasks = (shared or SharedTasks()).tasks_for(plan, loader, device)
     approach = build_approach(plan, tasks, device)
     header.update(parameters=parameter_count(approach.network), task_agnostic=approach.predicts_without_task_id())
+    recorder = curve_recorder(plan, approach, tasks)
     first_stage, rows = resume_from_checkpoint(plan.run_dir, approach, len(tasks), header["damaged_files"],
                                                upgrade=lambda stage, old: upgraded_rows(plan, approach, tasks, stage,
-                                                                                        old, header))
+                                                                                        old, header),
+                                               curve=None if recorder is None else recorder.load_state)
     run_log = open_run_loggers(plan, loggers, first_stage, rows, approach.log_scalars)
     try:
         if first_stage == 0:
@@ -265,17 +269,22 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
         if first_stage:
             observer.run_resumed(plan, first_stage - 1)
         for stage in range(first_stage, len(tasks)):
-            stage_rows = _train_stage(plan, approach, tasks, stage, observer, run_log, header)
+            stage_rows = _train_stage(plan, approach, tasks, stage, observer, run_log, header, recorder)
             rows.extend(stage_rows)
-            save_checkpoint(plan.run_dir, stage, approach, rows)
+            save_checkpoint(plan.run_dir, stage, approach, rows, None if recorder is None else recorder.state())
+            if recorder is not None:
+                write_curve(plan.run_dir, plan.run_id, recorder.rows)
             observer.task_finished(plan, stage, learned_accuracies(stage_rows, shown_evaluation(plan)))
+        if recorder is not None and first_stage == len(tasks):  # stopped after its last checkpoint: written again
+            write_curve(plan.run_dir, plan.run_id, recorder.rows)
     finally:
         run_log.close()
     return rows
 
 
 def _train_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int, observer: RunObserver,
-                 run_log: RunLoggers, header: dict[str, Any]) -> list[dict[str, Any]]:
+                 run_log: RunLoggers, header: dict[str, Any],
+                 recorder: CurveRecorder | None = None) -> list[dict[str, Any]]:
     """Train task `stage`, evaluate every task, store the monitoring tables: the stage's rows. Each epoch goes to
     the loggers, then to the observer; the stage's evaluation to the loggers before its checkpoint is written (a
     run stopped in between logs it again when it resumes, after the loggers dropped it)."""
@@ -286,6 +295,8 @@ def _train_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: 
 
     observer.task_started(plan, stage)
     task_log = approach.learn_task(stage, tasks, epoch_finished)
+    if recorder is not None:
+        recorder.end_task(stage, task_log.epochs)
     stage_rows = evaluate_stage_rows(plan, approach, tasks, stage, task_log, header)
     store_monitoring(plan, approach, tasks, stage, header)
     run_log.stage_evaluated(stage + 1, stage_rows)

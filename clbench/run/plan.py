@@ -18,7 +18,13 @@ from clbench.approaches.registry import code_identity
 from clbench.approaches.resolution import ResolvedApproach, check_default_grids, resolve
 from clbench.errors import SpecError
 from clbench.results import run_directory
-from clbench.spec import BenchmarkSpec, benchmarks_dir, ignored_class_loss, scenario_training
+from clbench.spec import (
+    BenchmarkSpec,
+    benchmarks_dir,
+    ignored_class_loss,
+    scenario_training,
+    without_continual_evaluation,
+)
 from clbench.spec.fields import flatten, identity_dict, stable_hash
 
 logger = logging.getLogger(__name__)
@@ -78,7 +84,8 @@ def reference_identity(spec: BenchmarkSpec) -> str:
     """
     return stable_hash({"benchmark": spec.name, "data": identity_dict(spec.data),
                         "network": identity_dict(spec.network),
-                        "training": identity_dict(scenario_training(spec.training, spec.data.scenario)),
+                        "training": identity_dict(without_continual_evaluation(scenario_training(spec.training,
+                                                                                                 spec.data.scenario))),
                         **own_datasets_identity(spec)})
 
 

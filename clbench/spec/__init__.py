@@ -46,6 +46,7 @@ from clbench.spec.sections import (
     TrainingSpec,
     ignored_class_loss,
     scenario_training,
+    without_continual_evaluation,
 )
 
 __all__ = [
@@ -73,6 +74,7 @@ __all__ = [
     "load_benchmark",
     "read_yaml",
     "scenario_training",
+    "without_continual_evaluation",
     "task_problem",
     "validation_count",
 ]

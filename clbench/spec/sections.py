@@ -129,6 +129,14 @@ class TrainingSpec:
                                         "classes of the tasks seen so far (FACIL); all, over every output of the "
                                         "sequence, future classes included (Mammoth, the DER paper)",
                             choices=("seen", "all"), added=True)
+    eval_every: int = field(0, doc="continual evaluation (De Lange et al. 2023): every K optimiser steps, evaluate the "
+                                   "learned tasks and the current one on `eval_subset` test images each, stored as "
+                                   "curve.parquet in the run folder; 0: off (only the end-of-task evaluation)",
+                            minimum=0, added=True)
+    eval_subset: int = field(500, doc="continual evaluation: test images per task, a seeded draw, the same images at "
+                                      "every evaluation (the whole test set when it has fewer); no effect without "
+                                      "eval_every", minimum=1,
+                             added=True)
 
 
 def check_optimizer(training: TrainingSpec, where: str, source: str) -> None:
@@ -170,6 +178,12 @@ def scenario_training(training: TrainingSpec, scenario: str) -> TrainingSpec:
     if scenario == "class" or training.class_loss == default:
         return training
     return replace(training, class_loss=default)
+
+
+def without_continual_evaluation(training: TrainingSpec) -> TrainingSpec:
+    """`training` with `eval_every` and `eval_subset` at their defaults: the continual evaluation measures a run
+    and changes none of its numbers, so a run with it shares its joint reference with the run without."""
+    return replace(training, eval_every=TrainingSpec.eval_every, eval_subset=TrainingSpec.eval_subset)
 
 
 def ignored_class_loss(spec: BenchmarkSpec, method: str) -> str | None:

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from importchecks import assert_imports_no_torch, cli_code, loaded_modules
-from resultbuilders import write_run
+from resultbuilders import hand_curve, write_curve_file, write_run
 
-from clbench import metrics
+from clbench import curve_metrics, metrics
 from clbench.metric_registry import INPUTS, METRICS, PERCENT, UNITS, Metric, register, resolve
 from clbench.report.cells import format_cell
 from clbench.report.loading import load_results
@@ -62,7 +62,7 @@ def test_references_follow_the_inputs() -> None:
 def make_results(folder: Path) -> Path:
     write_run(folder, "joint", 0, JOINT)
     write_run(folder, "random", 0, RANDOM)
-    write_run(folder, "sgd", 0, SGD, initial=INITIAL)
+    write_curve_file(write_run(folder, "sgd", 0, SGD, initial=INITIAL), hand_curve())
     return folder
 
 
@@ -79,6 +79,11 @@ def expected_values() -> dict[str, np.ndarray]:
         "intransigence": metrics.intransigence(learned, joint),
         "learning-accuracy": metrics.learning_accuracy(learned),
         "fwt": metrics.forward_transfer_by_stage(np.array(SGD), np.array(INITIAL)),
+        "min-accuracy": curve_metrics.min_accuracy(hand_curve()),
+        "worst-case-accuracy": curve_metrics.worst_case_accuracy(hand_curve()),
+        "windowed-forgetting": curve_metrics.windowed_forgetting(hand_curve()),
+        "stability-gap": curve_metrics.stability_gap(hand_curve()),
+        "gap-recovery": curve_metrics.gap_recovery_steps(hand_curve()),
     }
 
 
@@ -106,6 +111,7 @@ def test_a_task_agnostic_table_says_what_a_r_is_where_the_metric_takes_it(tmp_pa
 def test_cells_are_written_in_their_metrics_unit() -> None:
     cell = Cell(0.5, 0.25, 2)
     assert format_cell(cell, "percent") == "50.0 (25.0)" and format_cell(cell, "ratio") == "0.50 (0.25)"
+    assert format_cell(Cell(120.4, 15.2, 2), "steps") == "120 (15)"
     with pytest.raises(ValueError, match="unit 'accuracy'"):
         format_cell(cell, "accuracy")
 

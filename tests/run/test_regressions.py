@@ -275,10 +275,10 @@ def test_hat_tables_have_one_row_per_key_when_the_crash_came_after_the_tables_we
     reference = _hat_run(tmp_path / "reference")
     real_save = engine.save_checkpoint
 
-    def crash_at_stage_2(run_dir, stage, approach, rows):  # type: ignore[no-untyped-def]
+    def crash_at_stage_2(run_dir, stage, *rest):  # type: ignore[no-untyped-def]
         if stage == 1:
             raise Stop
-        real_save(run_dir, stage, approach, rows)
+        real_save(run_dir, stage, *rest)
 
     monkeypatch.setattr(engine, "save_checkpoint", crash_at_stage_2)
     with pytest.raises(Stop):
