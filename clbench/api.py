@@ -70,8 +70,9 @@ subclass of `MonitoringReporter` (override `tables(results) -> list[Table]`, opt
 `table_notes` for warnings under the main table) in a module that does not import torch; `clbench report
 --monitoring` prints its tables for your runs (run.json records the string, so `report` never imports your
 approach). This module imports torch, so the reporter module imports the reporter names from the torch-free
-`clbench.report` (the same objects as here: `MonitoringReporter`, `Results` (here `ReportResults`), `Table`,
-`plain`, `format_seeds`, `read_parquet_files`, `run_values`). HAT (`clbench.approaches.hat.report`), PackNet
+`clbench.report` (the same objects as here: `MonitoringReporter`, `LayerShareReporter` (a table of per-layer,
+per-task shares, as PackNet's and SupSup's), `Results` (here `ReportResults`), `Table`, `plain`, `format_seeds`,
+`read_parquet_files`, `run_values`). HAT (`clbench.approaches.hat.report`), PackNet
 (`clbench.approaches.packnet.report`), SI and MAS (`clbench.approaches.importance.report`) are reported this way
 and use only these names.
 
@@ -153,6 +154,7 @@ __all__ = [
     "toy_context",
     "toy_tasks",
     # monitoring reporter hook (see "Reporting monitoring tables" in the module docstring)
+    "LayerShareReporter",
     "MonitoringReporter",
     "ReportResults",
     "Table",
@@ -197,6 +199,7 @@ def toy_context(tasks: TaskSequence, *, hidden: tuple[int, ...] = (16,), max_epo
 #    `MonitoringReporter` that `clbench report --monitoring` imports without torch; it reads `ReportResults` (the
 #    loaded results of one benchmark: `info`, `files`, `folder(run_id)`) and returns `Table`s.
 from clbench.report import (  # noqa: E402  (torch-free)
+    LayerShareReporter,
     MonitoringReporter,
     Table,
     format_seeds,

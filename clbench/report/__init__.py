@@ -35,7 +35,8 @@ from __future__ import annotations
 
 from clbench.report.formatting import Table, format_seeds, plain
 from clbench.report.loading import Results, read_parquet_files
-from clbench.report.monitoring import MonitoringReporter
+from clbench.report.monitoring import LayerShareReporter, MonitoringReporter
 from clbench.report.statistics import run_values
 
-__all__ = ["MonitoringReporter", "Results", "Table", "format_seeds", "plain", "read_parquet_files", "run_values"]
+__all__ = ["LayerShareReporter", "MonitoringReporter", "Results", "Table", "format_seeds", "plain",
+           "read_parquet_files", "run_values"]

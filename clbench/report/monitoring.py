@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from clbench.errors import ResultsError
-from clbench.report.formatting import Table
+from clbench.report.formatting import Table, format_seeds, plain
 from clbench.report.loading import Results, read_parquet_files
 
 RUN_JSON_KEY = "monitoring_reporter"
@@ -136,3 +136,45 @@ def monitoring_table_notes(results: Results) -> list[str]:
         except ResultsError as error:
             notes.append(f"{error}; its warnings for the table are missing")
     return notes
+
+
+class LayerShareReporter(MonitoringReporter):
+    """A reporter of one table of per-layer, per-task counts (`used` of `weights`), shown after the last task as the
+    % of each layer per task, mean over seeds, one table per config (PackNet's owned weights, SupSup's masks).
+
+    A subclass names `table` (the stored file's stem), `what` (the title's words for the share) and, where a task
+    number means something else, `task_header`."""
+
+    table: str = ""
+    what: str = ""
+    COLUMNS = (("run_id", "string"), ("seed", "int64"), ("stage", "int64"), ("task", "int64"), ("layer", "string"),
+               ("used", "int64"), ("weights", "int64"))
+
+    def task_header(self, task: int) -> str:
+        """The column of task `task` (1-based)."""
+        return f"task {task}"
+
+    def shares(self, results: Results) -> pd.DataFrame:
+        """The last stage's rows of every run of this method, with `fraction` = used / weights and `label`."""
+        frame = self.last_stage_rows(results, self.table, self.COLUMNS)
+        return frame.assign(fraction=frame["used"] / frame["weights"].where(frame["weights"] > 0))
+
+    def tables(self, results: Results) -> list[Table]:
+        frame = self.shares(results)
+        tables = []
+        for label, group in frame.groupby("label", sort=True):
+            means = group.groupby(["layer", "task"])["fraction"].mean()
+            tasks = sorted(int(task) for task in group["task"].unique())
+            layers = list(dict.fromkeys(group["layer"]))  # in the order the method stores them, `total` last
+            header = ["layer", *[self.task_header(task) for task in tasks]]
+            rows = [[layer, *[plain(100 * means.get((layer, task), float("nan")), 1) for task in tasks]]
+                    for layer in layers]
+            title = (f"{label}: % of each layer's {self.what} after task {int(group['stage'].max())}, mean over "
+                     f"seeds {format_seeds(int(seed) for seed in group['seed'].unique())}")
+            tables.append(Table(header, rows, title))
+        return tables
+
+    def csv(self, results: Results) -> str:
+        frame = self.shares(results)
+        summary = frame.groupby(["label", "stage", "layer", "task"], sort=True)["fraction"].agg(["mean", "count"])
+        return summary.reset_index().rename(columns={"label": "approach", "count": "n"}).to_csv(index=False)
