@@ -3,25 +3,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from documented_commands import REPO, Documented, documented_commands, problems
-
-
-def load_tool():
-    spec = importlib.util.spec_from_file_location("docs_reference", REPO / "tools" / "docs_reference.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["docs_reference"] = module
-    spec.loader.exec_module(module)
-    return module
+from toolloader import load_tool
 
 
 def test_the_generated_reference_pages_are_what_the_code_makes() -> None:
-    tool = load_tool()
+    tool = load_tool("docs_reference")
     for page, make in tool.PAGES.items():
         written = (REPO / "docs" / page).read_text()
         assert written == make(), f"docs/{page} is stale: run `python tools/docs_reference.py`"
@@ -71,7 +62,7 @@ def test_the_readme_is_a_front_page() -> None:
 
 
 def test_the_reproductions_ledger_refuses_an_unknown_verdict_and_a_repeated_row(tmp_path: Path) -> None:
-    tool = load_tool()
+    tool = load_tool("docs_reference")
     row = ("  - {id: %s, setting: s, clbench: '1', tolerance: t, within: '%s', commands: ['clbench list'], "
            "page: index.md}\n")
     ledger = tmp_path / "ledger.yaml"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from toolloader import load_tool
 
 from clbench.approaches.resolution import resolve
 from clbench.spec import load_benchmark
@@ -16,14 +16,10 @@ TOOL = Path(__file__).resolve().parents[2] / "tools" / "authors_gpm.py"
 
 
 @pytest.fixture(scope="module")
-def tool():
-    spec = importlib.util.spec_from_file_location("clbench_authors_gpm_tool", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+def tool():  # type: ignore[no-untyped-def]
+    module = load_tool("authors_gpm")
     yield module
-    del sys.modules[spec.name]
+    del sys.modules[module.__name__]
 
 
 def test_the_authors_protocol_resolves_on_pmnist(tool) -> None:

@@ -4,11 +4,11 @@ its reader of the upstream idx files reads what the format says."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from toolloader import load_tool
 
 from clbench.approaches.resolution import resolve
 from clbench.spec import load_benchmark
@@ -18,11 +18,7 @@ TOOL = Path(__file__).resolve().parents[2] / "tools" / "authors_supsup.py"
 
 @pytest.fixture(scope="module")
 def tool():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("clbench_authors_supsup_tool", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("authors_supsup")
 
 
 def test_the_clbench_settings_are_the_notebooks(tool) -> None:  # type: ignore[no-untyped-def]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from toolloader import load_tool
 
 from clbench.approaches.resolution import resolve
 from clbench.spec import load_benchmark
@@ -17,12 +16,7 @@ TOOL = Path(__file__).resolve().parents[2] / "tools" / "authors_wsn.py"
 
 @pytest.fixture(scope="module")
 def tool():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("authors_wsn", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["authors_wsn"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("authors_wsn")
 
 
 def test_the_written_spec_is_the_authors_pmnist_protocol(tool, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

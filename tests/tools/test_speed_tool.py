@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 from synthetic import make_approach, synthetic_loader, tiny_spec
+from toolloader import load_tool
 
 from clbench.data.tasks import build_tasks
 from clbench.run.rows import evaluate_stage
@@ -18,13 +18,9 @@ SPEED = Path(__file__).resolve().parents[2] / "tools" / "speed.py"
 
 @pytest.fixture(scope="module")
 def speed():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("clbench_speed_tool", SPEED)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
+    module = load_tool("speed")
     yield module
-    del sys.modules[spec.name]
+    del sys.modules[module.__name__]
 
 
 @pytest.mark.parametrize("scenario", ["task", "class"])
