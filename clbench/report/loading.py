@@ -108,6 +108,7 @@ class Results:
     split: str = TEST
     full_matrices: dict[str, tuple[np.ndarray, np.ndarray]] | None = None  # `full_matrix`'s, built on first use
     sizes: dict[str, dict[int, float]] | None = None  # `test_sizes`' samples per run and task, built on first use
+    curves: dict[str, pd.DataFrame] = field(default_factory=dict)  # `statistics.run_curve`'s files, read on first use
 
     def unmeasured(self, run_id: str) -> str | None:
         """Why a finished run has no rows of the chosen split and evaluation, in a table cell's words; None if it has

@@ -248,7 +248,9 @@ def run_curve(results: Results, run_id: str) -> pd.DataFrame | None:
     when it has none. A domain run's one evaluation reads as either (`DOMAIN`)."""
     if CURVE_FILE not in results.files.get(run_id, set()):
         return None
-    curve = pd.read_parquet(results.folder(run_id) / CURVE_FILE)
+    if run_id not in results.curves:  # read once per report: every curve metric and table asks for it
+        results.curves[run_id] = pd.read_parquet(results.folder(run_id) / CURVE_FILE)
+    curve = results.curves[run_id]
     if results.info[run_id].get("scenario") == DOMAIN:
         return curve
     chosen = curve[curve["evaluation"] == results.evaluation]
