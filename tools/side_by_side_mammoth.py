@@ -1,0 +1,209 @@
+"""Class-incremental methods side by side: Mammoth's implementation and clbench's on Mammoth's seq-MNIST, seed by seed.
+
+Mammoth is not shipped. Fetch it outside this repository, at the commit the shipped seq-mnist spec was read at:
+
+    git clone https://github.com/aimagelab/mammoth /work/authors/mammoth
+    git -C /work/authors/mammoth checkout e75a491
+
+and give --mammoth-python an interpreter with torch, torchvision, kornia, timm 0.9.8, six, pyyaml, tqdm and
+onedrivedownloader (Mammoth's requirements.txt). Offline, two things are needed around it, neither touching a method:
+- `datasets/__init__.py` imports every dataset module and some of them download models when imported
+  (`seq_8vision.py` through open_clip); wrap that import in try/except (or leave open_clip uninstalled and set
+  HF_HUB_OFFLINE=1, which this tool does) so that an import failure skips the module;
+- MNIST's four idx files (gunzipped from --mirror) in DIR/data/MNIST/raw, linked as DIR/data/MNIST/MNIST/raw and
+  DIR/data/MNIST/MyMNIST/raw (torchvision names the folder after the dataset class); `--prepare-mammoth-data` does it.
+
+For each method and seed, in turns (so that background load hits both alike), on one CPU thread:
+- Mammoth: `main.py --dataset seq-mnist --n_epochs 1 --batch_size 10 --num_workers 0 --seed S` plus the method's
+  `mammoth` arguments below, launched through tools/speed_seq_mnist.py's `--launch-mammoth` (main.py sets torch to
+  two threads itself; the launcher keeps one). Its class-il and task-il accuracies after the last task are read
+  from the logs.pyd files it writes under the run's own --results_path.
+- clbench: `clbench train seq-mnist -m METHOD --seeds S` plus the method's `clbench` --set values, into a results
+  folder of the run's own; the final accuracies are the last stage's task-agnostic (class-IL) and task-aware
+  (task-IL) test rows.
+Then per tool: class-IL and task-IL final average accuracy, mean (std over seeds, ddof 1) and the median seconds per
+run (wall time of the subprocess, start-up included), and whether clbench's class-IL mean is within the issue's
+target: max(2 x Mammoth's std, 1 point) of Mammoth's mean.
+
+    OMP_NUM_THREADS=1 python tools/side_by_side_mammoth.py --mammoth /work/authors/mammoth \\
+        --mammoth-python /work/authors/venv-mammoth/bin/python --methods er-ace --buffer 500 --seeds 0,1,2
+
+A method's entry in METHODS states both tools' arguments for one buffer size; every value cites where it was read
+(Mammoth's utils/best_args.py or models/config/*.yaml where they have seq-mnist values; otherwise one stated set,
+the same in both tools). Protocol differences that stay (input normalisation, the heads) are named in
+benchmarks/seq-mnist.yaml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LAUNCHER = REPO / "tools" / "speed_seq_mnist.py"
+MAMMOTH_COMMON = ["--dataset", "seq-mnist", "--n_epochs", "1", "--batch_size", "10", "--num_workers", "0",
+                  "--non_verbose", "1"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method's arguments in both tools, for a buffer size (the function's argument)."""
+
+    mammoth_model: str                                   # Mammoth's --model (its models/<name>.py)
+    mammoth: Callable[[int], list[str]]                  # Mammoth's arguments beyond MAMMOTH_COMMON
+    clbench: Callable[[int], list[str]]                  # clbench's --set values beyond the seq-mnist spec
+    note: str = ""                                       # where the values come from
+
+
+def _variant(buffer: int) -> list[str]:
+    """The seq-mnist spec's variant for a buffer size (500 is the spec's default)."""
+    return [] if buffer == 500 else [f"variant=buffer-{buffer}"]
+
+
+METHODS: dict[str, Method] = {
+    # Mammoth utils/best_args.py 'seq-mnist' er: buffer 200 lr 0.01, 500 lr 0.1, minibatch_size 10; the seq-mnist spec
+    # states the same per variant.
+    "er": Method("er", lambda b: ["--buffer_size", str(b), "--minibatch_size", "10",
+                                  "--lr", {200: "0.01", 500: "0.1", 5120: "0.1"}[b]],
+                 _variant, "best_args.py seq-mnist er"),
+}
+
+
+# ------------------------------------------------------------------------------------------------------- Mammoth
+def prepare_mammoth_data(mammoth: Path, mirror: Path) -> None:
+    """MNIST's idx files gunzipped into DIR/data/MNIST/raw and linked where torchvision's MNIST classes look."""
+    raw = mammoth / "data" / "MNIST" / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    for archive in sorted((mirror / "mnist").glob("*-ubyte.gz")):
+        with gzip.open(archive) as source, open(raw / archive.name[:-3], "wb") as target:
+            shutil.copyfileobj(source, target)
+    for owner in ("MNIST", "MyMNIST"):
+        folder = raw.parent / owner
+        folder.mkdir(exist_ok=True)
+        if not (folder / "raw").exists():
+            (folder / "raw").symlink_to(Path("..") / "raw")
+
+
+def mammoth_final(results: Path, setting: str) -> float:
+    """The mean accuracy after the last task (accmean_task5) of the last run logged under `results`."""
+    [log] = list(results.glob(f"{setting}/seq-mnist/*/logs.pyd"))
+    line = log.read_text().strip().splitlines()[-1]
+    found = re.search(r"'accmean_task5': (?:np\.float64\()?([0-9.eE+-]+)", line)
+    if found is None:
+        raise SystemExit(f"no accmean_task5 in {log}: did the Mammoth run finish?")
+    return float(found.group(1))
+
+
+def run_mammoth(args: argparse.Namespace, method: Method, seed: int) -> tuple[float, float, float]:
+    """(class-IL %, task-IL %, wall seconds) of one Mammoth run."""
+    results = args.log_dir / "mammoth" / f"{method.mammoth_model}-b{args.buffer}-s{seed}"
+    shutil.rmtree(results, ignore_errors=True)
+    results.mkdir(parents=True)
+    command = [args.mammoth_python, str(LAUNCHER), "--launch-mammoth", str(args.mammoth), "--threads", "1", "--",
+               *MAMMOTH_COMMON, "--model", method.mammoth_model, *method.mammoth(args.buffer), "--seed", str(seed),
+               "--results_path", f"{results}/"]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONPATH", None)
+    seconds = _timed(command, env, args.mammoth, results / "log.txt")
+    return mammoth_final(results, "class-il"), mammoth_final(results, "task-il"), seconds
+
+
+# ------------------------------------------------------------------------------------------------------- clbench
+def run_clbench(args: argparse.Namespace, name: str, method: Method, seed: int) -> tuple[float, float, float]:
+    """(class-IL %, task-IL %, wall seconds) of one clbench run."""
+    import pandas as pd
+
+    results = args.log_dir / "clbench" / f"{name}-b{args.buffer}-s{seed}"
+    shutil.rmtree(results, ignore_errors=True)
+    results.mkdir(parents=True)
+    sets = [word for value in method.clbench(args.buffer) for word in ("--set", value)]
+    command = [sys.executable, "-m", "clbench", "train", "seq-mnist", "-m", name, "--seeds", str(seed), *sets,
+               "--results", str(results), "--device", "cpu"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CLBENCH_MIRROR": str(args.mirror), "PYTHONPATH": str(REPO)}
+    seconds = _timed(command, env, REPO, results / "log.txt")
+    [path] = list(results.glob(f"seq-mnist/{name}/*/seed-{seed}/accuracy.parquet"))
+    rows = pd.read_parquet(path)
+    rows = rows[(rows["split"] == "test") & (rows["stage"] == rows["stage"].max())]
+    final = {evaluation: 100 * float(group["accuracy"].mean()) for evaluation, group in rows.groupby("evaluation")}
+    return final["task-agnostic"], final["task-aware"], seconds
+
+
+def _timed(command: Sequence[str], env: dict[str, str], cwd: Path, log: Path) -> float:
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        done = subprocess.run(command, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise SystemExit(f"{command[:6]} ... failed with exit code {done.returncode}; see {log}")
+    return time.perf_counter() - start
+
+
+# ------------------------------------------------------------------------------------------------------- table
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def verdict(ours: Sequence[float], theirs: Sequence[float]) -> str:
+    """Within the target: |clbench mean - Mammoth mean| <= max(2 x Mammoth's std, 1 point)."""
+    (mine, _), (peer, spread) = mean_std(ours), mean_std(theirs)
+    tolerance = max(2 * spread, 1.0)
+    word = "within" if abs(mine - peer) <= tolerance else "NOT within"
+    return f"{word} (|diff| {abs(mine - peer):.1f} vs {tolerance:.1f})"
+
+
+def row(tool: str, name: str, found: list[tuple[float, float, float]]) -> str:
+    class_il, task_il, seconds = zip(*found, strict=True)
+    (c_mean, c_std), (t_mean, t_std) = mean_std(class_il), mean_std(task_il)
+    return (f"| {name} | {tool} | {c_mean:.1f} ({c_std:.1f}) | {t_mean:.1f} ({t_std:.1f}) | "
+            f"{statistics.median(seconds):.1f} |")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mammoth", type=Path, required=True, help="aimagelab/mammoth at e75a491")
+    parser.add_argument("--mammoth-python", required=True, help="interpreter with Mammoth's requirements")
+    parser.add_argument("--mirror", type=Path, default=REPO.parent / "shared" / "data", help="folder with mnist/*.gz")
+    parser.add_argument("--methods", default="er", help=f"comma-separated, of {', '.join(METHODS)}")
+    parser.add_argument("--buffer", type=int, default=500, choices=[200, 500, 5120])
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--log-dir", type=Path, default=Path("side-by-side-mammoth"))
+    parser.add_argument("--only", choices=["mammoth", "clbench"], default=None)
+    parser.add_argument("--prepare-mammoth-data", action="store_true", help="gunzip and link MNIST for Mammoth")
+    args = parser.parse_args(argv)
+    args.mammoth, args.log_dir = args.mammoth.resolve(), args.log_dir.resolve()
+    unknown = [name for name in args.methods.split(",") if name not in METHODS]
+    if unknown:
+        parser.error(f"unknown method(s) {', '.join(unknown)}: choose among {', '.join(METHODS)}")
+    if args.prepare_mammoth_data:
+        prepare_mammoth_data(args.mammoth, args.mirror)
+    lines = ["| method | tool | class-IL % | task-IL % | seconds per run |", "|---|---|---|---|---|"]
+    verdicts = []
+    for name in args.methods.split(","):
+        method = METHODS[name]
+        found: dict[str, list[tuple[float, float, float]]] = {"Mammoth": [], "clbench": []}
+        for seed in [int(s) for s in args.seeds.split(",")]:
+            for tool in ("Mammoth", "clbench"):
+                if args.only not in (None, tool.lower()):
+                    continue
+                one = run_mammoth(args, method, seed) if tool == "Mammoth" else run_clbench(args, name, method, seed)
+                found[tool].append(one)
+                print(f"{name} {tool} seed {seed}: class-IL {one[0]:.2f}, task-IL {one[1]:.2f}, {one[2]:.1f} s",
+                      flush=True)
+        lines += [row(tool, name, values) for tool, values in found.items() if values]
+        if all(found.values()):
+            verdicts.append(f"{name}, buffer {args.buffer}: clbench's class-IL mean "
+                            f"{verdict([v[0] for v in found['clbench']], [v[0] for v in found['Mammoth']])}")
+    print("\n".join(lines + [""] + verdicts))
+
+
+if __name__ == "__main__":
+    main()
