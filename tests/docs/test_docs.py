@@ -52,9 +52,11 @@ def test_commands_are_found_in_code_blocks_and_inline(tmp_path: Path) -> None:
 
     page = tmp_path / "page.md"
     page.write_text("Run `clbench list` first.\n\n```bash\nCLBENCH_X=1 .venv/bin/clbench fetch mnist2 && "
-                    "clbench train mnist2 \\\n  -m sgd --seeds 0  # a comment\n```\n")
+                    "clbench train mnist2 \\\n  -m sgd --seeds 0  # a comment\n"
+                    "time env OMP_NUM_THREADS=2 clbench report mnist2 --table  # 0.6 s\n```\n")
     assert [command.text for command in commands_in(page)] == [
-        "clbench fetch mnist2", "clbench train mnist2 -m sgd --seeds 0", "clbench list"]
+        "clbench fetch mnist2", "clbench train mnist2 -m sgd --seeds 0", "clbench report mnist2 --table",
+        "clbench list"]
 
 
 def test_the_readme_is_a_front_page() -> None:
