@@ -78,6 +78,8 @@ class Comparison:
     key: str
     mode: str  # EXACT or TOLERANCE
     recorded_on: dict[str, Any]
+    largest_accuracy_change: float = 0.0  # within tolerance: the largest |accuracy - recorded| of the run's cells
+    largest_loss_change: float = 0.0  # and the largest |loss - recorded| / |recorded| (NaN losses left out)
 
 
 def load_golden() -> dict[str, Any]:
@@ -111,11 +113,15 @@ def compare_with_golden(key: str, record: dict[str, Any], stored: dict[str, Any]
         # As text: NaN (random's loss) equals NaN, and every digit counts.
         assert json.dumps(record["rows"]) == json.dumps(expected["rows"]), f"{key}: numbers differ (exact)"
         return Comparison(key, EXACT, expected["kernels"])
+    accuracy_changes, loss_changes = [0.0], [0.0]
     for row, want in zip(record["rows"], expected["rows"]):
         cell = f"{key} {row[0]} {row[1]} stage {row[2]} task {row[3]}"
         assert abs(row[5] - want[5]) <= ACCURACY_ATOL, f"{cell}: accuracy {row[5]} vs recorded {want[5]}"
         assert same_loss(row[6], want[6]), f"{cell}: loss {row[6]} vs recorded {want[6]} (rtol {LOSS_RTOL})"
-    return Comparison(key, TOLERANCE, expected["kernels"])
+        accuracy_changes.append(abs(row[5] - want[5]))
+        if not math.isnan(want[6]) and want[6] != 0:
+            loss_changes.append(abs(row[6] - want[6]) / abs(want[6]))
+    return Comparison(key, TOLERANCE, expected["kernels"], max(accuracy_changes), max(loss_changes))
 
 
 def same_loss(value: float, recorded: float) -> bool:
@@ -149,6 +155,9 @@ def summary_lines(comparisons: list[tuple[Comparison, dict[str, Any]]]) -> list[
             continue
         differences = sorted({item for comparison, here in chosen
                               for item in differing_fields(here, comparison.recorded_on)})
+        accuracy = max(comparison.largest_accuracy_change for comparison, _ in chosen)
+        loss = max(comparison.largest_loss_change for comparison, _ in chosen)
         lines.append(f"golden runs: {len(chosen)} compared within tolerance (loss rtol {LOSS_RTOL}, accuracy "
-                     f"atol {ACCURACY_ATOL}; cells and hashes exactly): other kernels here: {'; '.join(differences)}")
+                     f"atol {ACCURACY_ATOL}; cells and hashes exactly): other kernels here: {'; '.join(differences)}; "
+                     f"largest changes: accuracy {accuracy:.3g}, loss {loss:.3g} relative")
     return lines
