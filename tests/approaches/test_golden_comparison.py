@@ -96,3 +96,22 @@ def test_a_nan_loss_only_equals_nan() -> None:
     record["rows"][0][-1] = 2.3  # a loss where the record has none
     with pytest.raises(AssertionError, match="loss"):
         compare_with_golden(NAN_KEY, record, stored())
+
+
+def test_within_tolerance_the_largest_changes_are_measured_and_summed_up_over_the_runs() -> None:
+    from golden_runs import Comparison, summary_lines
+
+    record = here(KEY, other_kernels=True)
+    record["rows"][3][-2] += 0.0125  # an accuracy moved by 0.0125
+    record["rows"][5][-1] *= 1 - 2e-5  # a loss by 2e-5 relative, another row's by 1e-5
+    record["rows"][6][-1] *= 1 + 1e-5
+    comparison = compare_with_golden(KEY, record, stored())
+    assert comparison.largest_accuracy_change == pytest.approx(0.0125, rel=1e-9)
+    assert comparison.largest_loss_change == pytest.approx(2e-5, rel=1e-6)
+    assert compare_with_golden(NAN_KEY, here(NAN_KEY, other_kernels=True), stored()).largest_loss_change == 0.0
+    exact = compare_with_golden(KEY, here(KEY, other_kernels=False), stored())
+    assert (exact.largest_accuracy_change, exact.largest_loss_change) == (0.0, 0.0)
+    kernels = here(KEY, other_kernels=True)["kernels"]
+    other = Comparison("other", TOLERANCE, stored()[KEY]["kernels"], 0.03, 1e-6)
+    lines = summary_lines([(comparison, kernels), (other, kernels)])
+    assert lines[0].endswith("largest changes: accuracy 0.03, loss 2e-05 relative"), lines

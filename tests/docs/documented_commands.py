@@ -1,11 +1,11 @@
 """Every `clbench ...` command written in the README and the documentation site, and what the CLI says of it.
 
 A command is found in a fenced code block (a line, or a part between `&&`, `;` or `|`, after an optional
-`.venv/bin/`, with `\\` continuations joined) or in an inline code span that starts with `clbench `. Each is checked
-against the Typer app without running anything: the command exists; every option exists for it; the benchmark it
-names is shipped (or is a spec path, a placeholder in capitals, or a template); every method named by `-m` is
-registered; every `--set KEY=VALUE` resolves against that benchmark's spec. Synopsis lines (with `[`, `|` or `...`)
-are checked for their command and options only.
+`time`, `env`, variable assignments and `.venv/bin/`, with `\\` continuations joined) or in an inline code span
+that starts with `clbench `. Each is checked against the Typer app without running anything: the command exists;
+every option exists for it; the benchmark it names is shipped (or is a spec path, a placeholder in capitals, or a
+template); every method named by `-m` is registered; every `--set KEY=VALUE` resolves against that benchmark's spec.
+Synopsis lines (with `[`, `|` or `...`) are checked for their command and options only.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def commands_in(path: Path) -> list[Documented]:
         for offset, line in enumerate(body.splitlines()):
             for part in re.split(r"&&|;|\s\|\s", line):
                 part = part.strip()
-                match = re.match(r"^(?:\S+=\S+\s+)*(?:\.venv/bin/)?(clbench\s.*)$", part)
+                match = re.match(r"^(?:time\s+)?(?:env\s+)?(?:\S+=\S+\s+)*(?:\.venv/bin/)?(clbench\s.*)$", part)
                 if match and not part.startswith("#"):
                     found.append(Documented(" ".join(match.group(1).split(" # ")[0].split()),
                                             f"{name}:{line_at + offset}"))

@@ -52,9 +52,11 @@ def test_commands_are_found_in_code_blocks_and_inline(tmp_path: Path) -> None:
 
     page = tmp_path / "page.md"
     page.write_text("Run `clbench list` first.\n\n```bash\nCLBENCH_X=1 .venv/bin/clbench fetch mnist2 && "
-                    "clbench train mnist2 \\\n  -m sgd --seeds 0  # a comment\n```\n")
+                    "clbench train mnist2 \\\n  -m sgd --seeds 0  # a comment\n"
+                    "time env OMP_NUM_THREADS=2 clbench report mnist2 --table  # 0.6 s\n```\n")
     assert [command.text for command in commands_in(page)] == [
-        "clbench fetch mnist2", "clbench train mnist2 -m sgd --seeds 0", "clbench list"]
+        "clbench fetch mnist2", "clbench train mnist2 -m sgd --seeds 0", "clbench report mnist2 --table",
+        "clbench list"]
 
 
 def test_the_readme_is_a_front_page() -> None:
@@ -86,3 +88,49 @@ def test_every_built_in_approach_names_the_authors_code() -> None:
     missing = [name for name in BUILTINS if not re.search(r"authors' code[^`]*`[\w./-]+\.(py|ipynb)`",
                                                             REGISTRY[name].__doc__ or "")]
     assert not missing, f"class docstrings without the authors' code: {missing}"
+
+
+# A measured time or size: a number and its unit. A command: a backquoted `clbench`, `python`, `time`, `du`,
+# `apt-get` or `OMP_NUM_THREADS=...` line or a `tools/*.py` script, or a fenced code block.
+FIGURE = re.compile(r"\b\d[\d,]*(?:\.\d+)? ?(?:ms|s|µs|us|MiB|MB|GiB|GB|kB|KiB)\b")
+COMMAND = re.compile(r"`(?:clbench |python |time |OMP_NUM_THREADS=|apt-get |du |\.venv/bin/|tools/\w+\.py)[^`]*`|^```",
+                     re.M)
+
+
+def paragraphs(text: str) -> list[str]:
+    """Blank-line separated blocks; a table, or a one-line caption ending in ':', joins the block before it, so a
+    results table and its captions count as one paragraph with the text that introduces them."""
+    found: list[str] = []
+    for block in re.split(r"\n\s*\n", text):
+        joins = block.lstrip().startswith("|") or ("\n" not in block and block.rstrip().endswith(":"))
+        if found and joins and not found[-1].startswith("```"):
+            found[-1] += "\n\n" + block
+        else:
+            found.append(block)
+    return found
+
+
+def figures_without_a_command(text: str) -> list[str]:
+    """Paragraphs with a time or size in them and no command within two paragraphs either side."""
+    blocks = paragraphs(text)
+    return [block for index, block in enumerate(blocks) if not block.startswith("```") and FIGURE.search(block)
+            and not COMMAND.search("\n\n".join(blocks[max(0, index - 2):index + 3]))]
+
+
+def test_a_figure_with_no_command_near_it_is_found() -> None:
+    alone = "Intro.\n\nThe extras add about 133 MB.\n\nMore.\n\nEven more.\n"
+    assert figures_without_a_command(alone) == ["The extras add about 133 MB."]
+    for near in ("`python tools/extras_size.py tensorboard,wandb` measures it.", "```bash\ndu -sh .venv\n```"):
+        assert figures_without_a_command(alone.replace("More.", near)) == []
+    far = "```bash\nclbench list\n```\n\nA.\n\nB.\n\nIt took 3.2 s."
+    assert figures_without_a_command(far) == ["It took 3.2 s."]
+    table = ("```bash\nclbench report mnist5\n```\n\nA.\n\nB.\n\npmnist, summary:\n\n"
+             "| a | memory |\n|---|---|\n| x | 2 kB |\n")
+    assert figures_without_a_command(table) == []  # the table and its caption join B., within two of the command
+
+
+def test_every_measured_time_or_size_in_the_docs_has_its_command_near_it() -> None:
+    missing = {f"{path.relative_to(REPO)}: {block[:120]!r}" for path in [REPO / "README.md",
+                                                                        *sorted((REPO / "docs").glob("*.md"))]
+               for block in figures_without_a_command(path.read_text())}
+    assert not missing, "a measured time or size without the command that made it:\n" + "\n".join(sorted(missing))
