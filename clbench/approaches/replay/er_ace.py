@@ -87,7 +87,7 @@ class ERACEHyperparameters(ReplayHyperparameters):
     """ER-ACE's switches (defaults: Mammoth `models/er_ace.py` `get_parser`, lines 42-47)."""
 
     task_free: bool = field(False, doc="mask and replay from the first task on, not from the second (Mammoth "
-                                       "er_ace.py --task_free, default False; models/config/er_ace.yaml seq-cifar10: 1)")
+                                       "er_ace.py --task_free, default False; config/er_ace.yaml seq-cifar10: 1)")
     cosine_classifier: bool = field(True, doc="cosine heads without bias, logits = cosine_scale x cos (Mammoth "
                                               "er_ace.py --use_custom_classifier, default True)")
     cosine_scale: float = field(10.0, doc="the cosine heads' scale (Mammoth er_ace.py CustomLinear.scale_factor = "
