@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from stopping import Stop, StopInTask2, same_numbers
 from synthetic import TINY_TRAINING, synthetic_loader, tiny_spec
 from torch.nn import functional
 
@@ -193,3 +194,21 @@ def test_a_tiny_run_learns_and_keeps_its_memory(scenario: str, tmp_path: Path) -
     assert set(test["evaluation"]) == {"task-aware", "task-agnostic"}
     assert test["accuracy"].notna().all() and not math.isnan(test["accuracy"].mean())
     assert (frame.loc[frame["stage"] >= 1, "memory_samples"] == 40).all()
+
+
+def test_a_class_scenario_run_resumes_with_the_uninterrupted_numbers(tmp_path: Path) -> None:
+    """Stopped in task 2 (after task 1's checkpoint), then resumed: the memory and its stream come back (the seen
+    classes too, though at a task's start only the earlier tasks' are in them, below every class the mask reads)."""
+    spec = tiny_spec("mlp", training=replace(TINY_TRAINING, max_epochs=3), scenario="class")
+    spec = replace(spec, approaches={"er-ace": {"buffer_size": 30}})
+
+    def run(results: Path, observer: StopInTask2 | None = None):  # type: ignore[no-untyped-def]
+        [plan] = plan_runs(spec, ["er-ace"], [0], results)
+        return execute(plan, device=torch.device("cpu"), loader=synthetic_loader(), observer=observer)
+
+    reference = run(tmp_path / "reference")
+    with pytest.raises(Stop):
+        run(tmp_path / "stopped", StopInTask2())
+    torch.rand(1000)
+    resumed = run(tmp_path / "stopped")
+    assert resumed.resumed_after_stage == 1 and same_numbers(reference.rows, resumed.rows)

@@ -15,7 +15,8 @@ far (`seen_so_far.max()`, the batch's own included): the earlier tasks' classes 
 the current task's classes not yet met and the future classes stay (with `training.class_loss: seen` the future
 classes are not among the logits anyway). Not "the current task's classes": a current-task class met before but
 absent from this batch is masked too, as in Mammoth (with batches of 10 over 2 classes, rare). The classes seen
-are tracked over every incoming batch from the first task on (replayed labels do not count), and checkpointed.
+are tracked over every incoming batch from the first task on (replayed labels do not count), and checkpointed;
+task t's classes come after every earlier task's in the output, so the largest seen is always the current task's.
 During the first task nothing is masked and nothing is replayed (though the memory fills), unless `task_free`
 (Mammoth's `--task_free`, line 44 and lines 70, 77).
 
