@@ -7,7 +7,7 @@ batch masked (filled with -1e9, so they take no probability and get no gradient)
 batch replayed from the memory over every class of the loss (nothing masked); then the optimiser step; then the
 incoming batch offered to the memory by reservoir sampling (Mammoth `observe`, lines 57-91: `add_data` after
 `opt.step()`). The incoming batch no longer pushes the old classes' logits down, which is what moves their
-representations abruptly when a new task starts (the paper's Section 4).
+representations abruptly when a new task starts (the paper's argument, as its title says).
 
 The mask, exactly as Mammoth's `observe` builds it (lines 59-71): a class is kept when it is in the batch
 (`present = labels.unique()`) or when its index is at least the largest class index seen in any incoming batch so
