@@ -76,6 +76,14 @@ METHODS: dict[str, Method] = {
     "er": Method("er", lambda b: ["--buffer_size", str(b), "--minibatch_size", "10",
                                   "--lr", {200: "0.01", 500: "0.1", 5120: "0.1"}[b]],
                  _variant, "best_args.py seq-mnist er"),
+    # One stated set used by both (best_args.py has no er_ace; models/config/er_ace.yaml only seq-cifar10 buffer 200:
+    # lr 0.1, task_free 1): lr 0.1 (er_ace.yaml seq-cifar10; best_args.py seq-mnist er 500), minibatch_size 10
+    # (Mammoth's default, the batch size: main.py lines 433-436), and models/er_ace.py get_parser's defaults for
+    # the method's own switches (task_free 0, use_custom_classifier 1), stated explicitly; the seq-mnist spec
+    # states the same per variant.
+    "er-ace": Method("er_ace", lambda b: ["--buffer_size", str(b), "--minibatch_size", "10", "--lr", "0.1",
+                                          "--task_free", "0", "--use_custom_classifier", "1"],
+                     _variant, "er_ace.py get_parser defaults; lr 0.1 of er_ace.yaml seq-cifar10"),
 }
 
 

@@ -17,6 +17,7 @@ BUILTINS: dict[str, str] = {
     "agem": "clbench.approaches.replay.agem:AGEM",
     "derpp": "clbench.approaches.replay.derpp:DERPlusPlus",
     "er": "clbench.approaches.replay.er:ExperienceReplay",
+    "er-ace": "clbench.approaches.replay.er_ace:ERACE",
     "ewc": "clbench.approaches.ewc:EWC",
     "gpm": "clbench.approaches.gpm.approach:GPM",
     "hat": "clbench.approaches.hat.approach:Hat",

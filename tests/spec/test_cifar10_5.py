@@ -46,7 +46,7 @@ def test_the_data_network_and_protocol_are_seq_cifar10s() -> None:
 @pytest.mark.parametrize("buffer", sorted(BEST_ARGS))
 def test_every_approach_section_resolves_to_mammoths_best_args(buffer: int) -> None:
     spec = load_benchmark("cifar10-5", [f"variant=buffer-{buffer}"])
-    assert sorted(spec.approaches) == ["agem", "derpp", "er", "icarl", "joint", "random", "sgd"]
+    assert sorted(spec.approaches) == ["agem", "derpp", "er", "er-ace", "icarl", "joint", "random", "sgd"]
     for method in ("sgd", "joint"):
         assert resolve(spec, method).training.lr == SGD_LR
     for method, (lr, minibatch, alpha, beta) in BEST_ARGS[buffer].items():
@@ -59,6 +59,17 @@ def test_every_approach_section_resolves_to_mammoths_best_args(buffer: int) -> N
             assert hyper.replay_batch_size == minibatch, method
         if alpha is not None:
             assert (hyper.alpha, hyper.beta) == (alpha, beta)
+
+
+@pytest.mark.parametrize("buffer", sorted(BEST_ARGS))
+def test_er_ace_resolves_to_mammoths_er_ace_config(buffer: int) -> None:
+    """models/config/er_ace.yaml seq-cifar10 200: lr 0.1, task_free 1 (kept at 500 and 5120, which it does not
+    have); minibatch_size Mammoth's default, the batch size (main.py lines 433-436)."""
+    resolved = resolve(load_benchmark("cifar10-5", [f"variant=buffer-{buffer}"]), "er-ace")
+    hyper = resolved.hyperparameters
+    assert (resolved.training.lr, resolved.training.batch_size, resolved.training.max_epochs) == (0.1, 32, 50)
+    assert (hyper.buffer_size, hyper.replay_batch_size, hyper.clip_grad_norm) == (buffer, 32, 0)
+    assert hyper.task_free and hyper.cosine_classifier and hyper.cosine_scale == 10
 
 
 def test_the_parameter_table_leaves_out_the_approaches_that_refuse_resnet18() -> None:
