@@ -174,7 +174,8 @@ REFERENCE = r"results/(?P<name>[\w.-]+):(?P<row>[\w.-]+):(?P<field>[\w.-]+)"
 """A value of a results file: `results/NAME:ROW:FIELD`, the field FIELD of the row whose id is ROW."""
 SECTION = re.compile(r"(?P<head>^(?P<indent>[ \t]*)<!-- generated: results/(?P<name>[\w.-]+)(?:#(?P<table>[\w.-]+))?"
                      r" -->\n).*?(?P<tail>^(?P=indent)<!-- end generated -->)", re.DOTALL | re.MULTILINE)
-INLINE = re.compile(r"(?P<head><!-- generated: " + REFERENCE + r" -->).*?(?P<tail><!-- end generated -->)")
+INLINE = re.compile(r"(?P<head>(?<!`)<!-- generated: " + REFERENCE + r" -->).*?(?P<tail><!-- end generated -->)")
+"""An inline value; a marker in backquotes is an example in the text, not a marker."""
 LEDGER_VALUE = re.compile(r"\{" + REFERENCE + r"\}")
 
 
@@ -248,7 +249,8 @@ def without_generated(text: str) -> str:
 
 def hand_written_pages() -> list[Path]:
     """The pages under `docs/` that hold a generated section or value."""
-    return sorted(path for path in DOCS.glob("*.md") if "<!-- generated: results/" in path.read_text())
+    return sorted(path for path in DOCS.glob("*.md")
+                  if SECTION.search(text := path.read_text()) or INLINE.search(text))
 
 
 def ledger_values(value: object, folder: Path = RESULTS) -> object:

@@ -68,6 +68,8 @@ def test_sections_and_inline_values_are_rewritten_from_their_file_and_nothing_el
     tool = load_tool("docs_reference")
     assert tool.with_results(PAGE, folder) == EXPECTED
     assert tool.with_results(EXPECTED, folder) == EXPECTED
+    example = "Write `<!-- generated: results/NAME:ROW:FIELD -->VALUE<!-- end generated -->` in a page.\n"
+    assert tool.with_results(example, folder) == example
     assert tool.without_generated(EXPECTED) == "Intro, hat at .\n\n\n\n- in a list:\n\n\n"
 
 
