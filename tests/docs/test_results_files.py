@@ -145,3 +145,16 @@ def test_a_ledger_value_typed_again_in_its_page_is_found(folder: Path) -> None:
     # a bare number in prose is the same measurement only when the ledger types it
     assert typed_again([typed], {"a.md": "c 0.1 gave 91.3%"}, folder) == ["x: 91.3 in a.md"]
     assert typed_again([read], {"a.md": "c 0.1 gave 91.3%"}, folder) == []
+
+
+def test_every_results_file_says_what_made_it_and_is_shown() -> None:
+    tool = load_tool("docs_reference")
+    used = "\n".join(path.read_text() for path in [*tool.hand_written_pages(), tool.LEDGER])
+    files = sorted(tool.RESULTS.glob("*.yaml"))
+    assert len(files) >= 8
+    for path in files:
+        data = yaml.safe_load(path.read_text())
+        assert data["measured"]["commit"] and data["measured"]["commands"], f"{path.name}: no commit or commands"
+        for table in data["tables"]:
+            assert tool.results_table(path.stem, table)
+        assert f"results/{path.stem}" in used, f"{path.name} is shown by no page and read by no ledger entry"
