@@ -175,6 +175,85 @@ def row(tool: str, name: str, found: list[tuple[float, float, float]]) -> str:
             f"{statistics.median(seconds):.1f} |")
 
 
+# ------------------------------------------------------------------------------------------------- results file
+RESULTS_HEADER = """\
+# Class-incremental methods side by side with Mammoth (aimagelab/mammoth@e75a491) on seq-MNIST, one CPU thread:
+# final average accuracy after the last task, class-IL (clbench's task-agnostic evaluation) and task-IL
+# (task-aware), %, mean (sample std) over the seeds, each seed's class-IL, and the median seconds per run (wall time
+# of the process, start-up included; the machine's load at the time moves it). Written by
+# tools/side_by_side_mammoth.py --results-file (one row per method, buffer and tool, replaced when re-run); shown by
+# docs/class-incremental.md; the ledger's seq-mnist Mammoth rows read from here.
+"""
+
+
+def row_record(name: str, buffer: int, tool: str, found: list[tuple[float, float, float]], seeds: str,
+               commit: str) -> dict[str, str]:
+    """One results-file row: a tool's numbers for a method at a buffer size."""
+    class_il, task_il, seconds = zip(*found, strict=True)
+    (c_mean, c_std), (t_mean, t_std) = mean_std(class_il), mean_std(task_il)
+    return {"id": f"{name}-{buffer}-{tool.lower()}", "method": name, "buffer": str(buffer), "tool": tool,
+            "class_il": f"{c_mean:.1f} ({c_std:.1f})", "task_il": f"{t_mean:.1f} ({t_std:.1f})",
+            "per_seed": ", ".join(f"{value:.2f}" for value in class_il), "seeds": seeds,
+            "seconds": f"{statistics.median(seconds):.1f}", "commit": commit}
+
+
+def write_results(path: Path, records: list[dict[str, str]], command: str) -> None:
+    """Insert or replace `records` (by id) in the results file at `path`; one table per method and one of all."""
+    import yaml
+
+    data = yaml.safe_load(path.read_text()) if path.exists() else {}
+    rows = {row["id"]: row for row in data.get("rows", [])}
+    rows.update({record["id"]: record for record in records})
+    ordered = sorted(rows.values(), key=lambda row: (row["method"], -int(row["buffer"]), row["tool"] != "Mammoth"))
+    commands = list(dict.fromkeys([*data.get("measured", {}).get("commands", []), command]))
+    columns = {"method": "`{method}`", "buffer": "{buffer}", "tool": "{tool}", "class-IL %": "{class_il}",
+               "task-IL %": "{task_il}", "class-IL per seed": "{per_seed}", "seconds per run": "{seconds}",
+               "at": "{commit}"}
+    tables = {"all": {"columns": columns}}
+    for method in dict.fromkeys(row["method"] for row in ordered):
+        tables[method] = {"columns": {key: value for key, value in columns.items() if key != "method"},
+                          "rows": [row["id"] for row in ordered if row["method"] == method]}
+    body = {"measured": {"commit": "per row (`at`)", "commands": commands}, "rows": ordered, "tables": tables}
+    text = RESULTS_HEADER + yaml.safe_dump(body, sort_keys=False, width=120, allow_unicode=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(text)
+    partial.replace(path)
+
+
+SEED_LINE = re.compile(r"^(\S+) (Mammoth|clbench) seed (\d+): class-IL ([0-9.]+), task-IL ([0-9.]+), ([0-9.]+) s$")
+
+
+def found_in_output(text: str) -> dict[tuple[str, str], list[tuple[int, tuple[float, float, float]]]]:
+    """The per-seed lines this tool prints, read back: (method, tool) -> [(seed, (class-IL, task-IL, seconds))]."""
+    found: dict[tuple[str, str], list[tuple[int, tuple[float, float, float]]]] = {}
+    for line in text.splitlines():
+        match = SEED_LINE.match(line.strip())
+        if match:
+            name, tool, seed, class_il, task_il, seconds = match.groups()
+            found.setdefault((name, tool), []).append((int(seed), (float(class_il), float(task_il), float(seconds))))
+    return found
+
+
+def current_commit() -> str:
+    done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def rederive(args: argparse.Namespace) -> None:
+    """Write the results file's rows from a saved output of this tool, for the buffer size given."""
+    records = []
+    for (name, tool), seeds in found_in_output(args.from_output.read_text()).items():
+        ordered = [values for _, values in sorted(seeds)]
+        records.append(row_record(name, args.buffer, tool, ordered, ",".join(str(s) for s, _ in sorted(seeds)),
+                                  args.at))
+    if not records:
+        raise SystemExit(f"no per-seed lines ('METHOD TOOL seed S: class-IL ...') in {args.from_output}")
+    command = (f"OMP_NUM_THREADS=1 python tools/side_by_side_mammoth.py --mammoth PATH/mammoth --mammoth-python "
+               f"PYTHON --methods METHOD --buffer {args.buffer} --seeds 0,1,2 --mirror ../shared/data "
+               f"--results-file {args.results_file}")
+    write_results(args.results_file, records, command)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mammoth", type=Path, required=True, help="aimagelab/mammoth at e75a491")
@@ -186,7 +265,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--log-dir", type=Path, default=Path("side-by-side-mammoth"))
     parser.add_argument("--only", choices=["mammoth", "clbench"], default=None)
     parser.add_argument("--prepare-mammoth-data", action="store_true", help="gunzip and link MNIST for Mammoth")
+    parser.add_argument("--results-file", type=Path, default=None,
+                        help="write the rows into this docs results file (docs/results/seq-mnist-mammoth.yaml)")
+    parser.add_argument("--from-output", type=Path, default=None,
+                        help="run nothing: read the per-seed lines of an earlier run's saved output (with --at)")
+    parser.add_argument("--at", default=None, help="with --from-output: the commit that run measured")
     args = parser.parse_args(argv)
+    if args.from_output is not None:
+        if args.results_file is None or args.at is None:
+            parser.error("--from-output needs --results-file and --at COMMIT (the commit the output was measured at)")
+        rederive(args)
+        return
     args.mammoth, args.log_dir = args.mammoth.resolve(), args.log_dir.resolve()
     unknown = [name for name in args.methods.split(",") if name not in METHODS]
     if unknown:
@@ -194,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.prepare_mammoth_data:
         prepare_mammoth_data(args.mammoth, args.mirror)
     lines = ["| method | tool | class-IL % | task-IL % | seconds per run |", "|---|---|---|---|---|"]
-    verdicts = []
+    verdicts, records, commit = [], [], current_commit()
     for name in args.methods.split(","):
         method = METHODS[name]
         found: dict[str, list[tuple[float, float, float]]] = {"Mammoth": [], "clbench": []}
@@ -207,10 +296,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"{name} {tool} seed {seed}: class-IL {one[0]:.2f}, task-IL {one[1]:.2f}, {one[2]:.1f} s",
                       flush=True)
         lines += [row(tool, name, values) for tool, values in found.items() if values]
+        records += [row_record(name, args.buffer, tool, values, args.seeds, commit)
+                    for tool, values in found.items() if values]
         if all(found.values()):
             verdicts.append(f"{name}, buffer {args.buffer}: clbench's class-IL mean "
                             f"{verdict([v[0] for v in found['clbench']], [v[0] for v in found['Mammoth']])}")
     print("\n".join(lines + [""] + verdicts))
+    if args.results_file is not None:
+        command = (f"OMP_NUM_THREADS=1 python tools/side_by_side_mammoth.py --mammoth PATH/mammoth --mammoth-python "
+                   f"PYTHON --methods METHOD --buffer {args.buffer} --seeds {args.seeds} --mirror ../shared/data "
+                   f"--results-file {args.results_file}")
+        write_results(args.results_file, records, command)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,64 @@
+"""tools/side_by_side_mammoth.py: its summary row, the target's verdict and the docs results file it writes."""
+
+from __future__ import annotations
+
+import yaml
+from toolloader import load_tool
+
+
+def test_a_record_holds_mean_sample_std_per_seed_and_median_seconds() -> None:
+    tool = load_tool("side_by_side_mammoth")
+    found = [(90.0, 99.0, 20.0), (91.0, 99.2, 22.0), (89.0, 98.8, 30.0)]  # class-IL, task-IL, seconds per seed
+    record = tool.row_record("er-ace", 500, "Mammoth", found, "0,1,2", "abc1234")
+    assert record["class_il"] == "90.0 (1.0)"  # sample std of 90, 91, 89 = 1
+    assert record["task_il"] == "99.0 (0.2)"
+    assert record["seconds"] == "22.0"  # the median, not the mean (24)
+    assert record["per_seed"] == "90.00, 91.00, 89.00"
+    assert record["id"] == "er-ace-500-mammoth"
+
+
+def test_the_verdict_uses_two_peer_stds_or_one_point_whichever_is_larger() -> None:
+    tool = load_tool("side_by_side_mammoth")
+    assert tool.verdict([88.6, 88.6], [90.0, 90.0]).startswith("NOT within")  # 1.4 > max(0, 1)
+    assert tool.verdict([89.1, 89.1], [90.0, 90.0]).startswith("within")      # 0.9 <= 1
+    assert tool.verdict([87.1, 87.1], [88.0, 92.0]).startswith("within")      # std 2.83: 2.9 <= 5.66, not <= 2.83
+
+
+def test_rows_are_replaced_by_id_and_each_method_gets_its_table(tmp_path) -> None:
+    tool = load_tool("side_by_side_mammoth")
+    path = tmp_path / "seq-mnist-mammoth.yaml"
+    first = [tool.row_record("er-ace", 500, tool_name, [(90.0, 99.0, 20.0)], "0", "c1")
+             for tool_name in ("Mammoth", "clbench")]
+    tool.write_results(path, first, "command one")
+    again = [tool.row_record("er-ace", 500, "clbench", [(80.0, 98.0, 5.0)], "0", "c2"),
+             tool.row_record("bic", 200, "Mammoth", [(70.0, 97.0, 9.0)], "0", "c2")]
+    tool.write_results(path, again, "command two")
+    data = yaml.safe_load(path.read_text())
+    rows = {row["id"]: row for row in data["rows"]}
+    assert sorted(rows) == ["bic-200-mammoth", "er-ace-500-clbench", "er-ace-500-mammoth"]
+    assert rows["er-ace-500-clbench"]["class_il"] == "80.0 (0.0)" and rows["er-ace-500-clbench"]["commit"] == "c2"
+    assert rows["er-ace-500-mammoth"]["commit"] == "c1"  # untouched by the second run
+    assert data["measured"]["commands"] == ["command one", "command two"]
+    assert data["tables"]["er-ace"]["rows"] == ["er-ace-500-mammoth", "er-ace-500-clbench"]  # Mammoth first
+    assert data["tables"]["bic"]["rows"] == ["bic-200-mammoth"]
+    assert not path.with_suffix(".partial").exists()
+    rendered = load_tool("docs_reference").results_table("seq-mnist-mammoth", "er-ace", folder=tmp_path)
+    assert any("80.0 (0.0)" in line and "clbench" in line for line in rendered)
+
+
+def test_a_saved_output_is_read_back_seed_by_seed(tmp_path) -> None:
+    tool = load_tool("side_by_side_mammoth")
+    output = tmp_path / "out.txt"
+    output.write_text("er-ace Mammoth seed 1: class-IL 89.21, task-IL 98.94, 229.0 s\n"
+                      "er-ace clbench seed 0: class-IL 89.92, task-IL 99.11, 142.6 s\n"
+                      "| er-ace | Mammoth | 90.0 (0.7) | 99.0 (0.2) | 229.0 |\n"
+                      "er-ace Mammoth seed 0: class-IL 90.14, task-IL 98.85, 177.9 s\n")
+    found = tool.found_in_output(output.read_text())
+    assert found == {("er-ace", "Mammoth"): [(1, (89.21, 98.94, 229.0)), (0, (90.14, 98.85, 177.9))],
+                     ("er-ace", "clbench"): [(0, (89.92, 99.11, 142.6))]}
+    results = tmp_path / "r.yaml"
+    tool.main(["--mammoth", str(tmp_path), "--mammoth-python", "python", "--from-output", str(output),
+               "--results-file", str(results), "--at", "c3", "--buffer", "200"])
+    rows = {row["id"]: row for row in yaml.safe_load(results.read_text())["rows"]}
+    assert rows["er-ace-200-mammoth"]["per_seed"] == "90.14, 89.21"  # in seed order
+    assert rows["er-ace-200-mammoth"]["seeds"] == "0,1" and rows["er-ace-200-clbench"]["commit"] == "c3"
