@@ -29,9 +29,10 @@ over the outputs (`paper`), or the cross-entropy plus lamb times the batch's mea
 
 After the task the memory keeps m = buffer_size // (classes seen) exemplars per class: the first m of each earlier
 class's herding order (Algorithm 5) and the first m by herding of each new class (Algorithm 4), and the class means
-of the exemplars' normalised features are computed. Prediction is the nearest mean of exemplars (Algorithm 1):
-task-aware among the task's classes, task-agnostic among every candidate class; before a class has exemplars
-(stage 0, a task not learned yet) the heads' logits are used instead.
+of the exemplars' normalised features are computed (with `flip_means`, averaged with those of the exemplars'
+left-right mirror images, as the authors' CIFAR code and Mammoth's `compute_class_means`). Prediction is the nearest
+mean of exemplars (Algorithm 1): task-aware among the task's classes, task-agnostic among every candidate class;
+before a class has exemplars (stage 0, a task not learned yet) the heads' logits are used instead.
 """
 
 from __future__ import annotations
