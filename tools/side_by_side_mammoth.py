@@ -84,6 +84,13 @@ METHODS: dict[str, Method] = {
     "er-ace": Method("er_ace", lambda b: ["--buffer_size", str(b), "--minibatch_size", "10", "--lr", "0.1",
                                           "--task_free", "0", "--use_custom_classifier", "1"],
                      _variant, "er_ace.py get_parser defaults; lr 0.1 of er_ace.yaml seq-cifar10"),
+    # Mammoth utils/best_args.py 'seq-mnist' icarl (lines 436-450): buffer 200, 500 and 5120 all lr 0.1,
+    # minibatch_size 10 (unused by models/icarl.py: the exemplars join the task's data), optim_wd 0 (models/icarl.py
+    # zeroes it anyway and adds its own --opt_wd, default 1e-5, not in best_args.py); the seq-mnist spec states the
+    # same lr per variant.
+    "icarl": Method("icarl", lambda b: ["--buffer_size", str(b), "--minibatch_size", "10", "--lr", "0.1",
+                                        "--optim_wd", "0"],
+                    _variant, "best_args.py seq-mnist icarl"),
 }
 
 

@@ -1,4 +1,5 @@
-"""iCaRL's two losses against values worked out by hand, its validation loss, and its class means in a checkpoint.
+"""iCaRL's two losses against values worked out by hand, its validation loss, its class means (flipped exemplars
+included or not) and their place in a checkpoint.
 
 Notation in the comments: L2 = ln 2, L3 = ln 3; sigmoid(0) = 1/2, sigmoid(ln 3) = 3/4, sigmoid(-ln 3) = 1/4;
 BCE(p, t) = -(t ln p + (1 - t) ln(1 - p)), so BCE(1/2, t) = L2 for every t, BCE(3/4, 1) = 2 L2 - L3,
@@ -16,7 +17,7 @@ import torch
 from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 
 from clbench.approaches.datatypes import StepInfo
-from clbench.approaches.replay.functions import icarl_loss, nearest_mean_scores
+from clbench.approaches.replay.functions import class_means, icarl_loss, nearest_mean_scores
 from clbench.approaches.replay.icarl import ICaRL, ICaRLHyperparameters
 from clbench.errors import SpecError
 from clbench.run.checkpoints import load_checkpoint
@@ -157,3 +158,47 @@ def test_icarl_predicts_by_the_class_means_restored_from_a_checkpoint(tmp_path: 
         by_heads = restored.seen_logits(restored.multihead.features(inputs), 3)
     assert torch.equal(scores, by_means)
     assert not torch.equal(scores, by_heads)  # what predict_classes gives without the means
+
+
+def test_class_means_with_flipped_features_by_hand() -> None:
+    # class 0: phi = (3/5, 4/5), (0, 1): mean (0.3, 0.9); flipped: (0, 1), (1, 0): mean (0.5, 0.5);
+    # their average (0.4, 0.7), normalised by sqrt(0.65). Class 1: (6, 8) -> (0.6, 0.8) either way. Class 2: none.
+    features = torch.tensor([[3.0, 4.0], [0.0, 2.0], [6.0, 8.0]])
+    flipped = torch.tensor([[0.0, 5.0], [7.0, 0.0], [3.0, 4.0]])
+    labels = torch.tensor([0, 0, 1])
+    means = class_means(features, labels, 3, flipped)
+    root = math.sqrt(0.65)
+    assert means[0].tolist() == pytest.approx([0.4 / root, 0.7 / root], rel=1e-6)
+    assert means[1].tolist() == pytest.approx([0.6, 0.8], rel=1e-6)
+    assert torch.isnan(means[2]).all()
+    # without the mirrors: (0.3, 0.9) normalised by sqrt(0.9)
+    assert class_means(features, labels, 3)[0].tolist() == pytest.approx([0.3 / math.sqrt(0.9),
+                                                                           0.9 / math.sqrt(0.9)], rel=1e-6)
+
+
+def icarl_means(memory: tuple[torch.Tensor, torch.Tensor, torch.Tensor], flip_means: bool) -> torch.Tensor:
+    """The class means of an untrained iCaRL (tiny class-scenario sequence) holding `memory`."""
+    spec = tiny_spec("mlp", scenario="class")
+    tasks = tiny_tasks(spec)
+    approach = make_approach("icarl", spec, tasks, buffer_size=64, flip_means=flip_means)
+    approach.begin_task(0, tasks)
+    approach.buffer.set_contents(*memory)
+    approach.update_means()
+    assert approach.means is not None
+    return approach.means
+
+
+def test_icarl_flip_means_averages_each_exemplar_with_its_mirror_image() -> None:
+    """With flip_means, each class's mean is that of its exemplars and their left-right mirrors together (the
+    average of the two means over as many samples): a memory holding both, without the switch, gives the same."""
+    train = tiny_tasks(tiny_spec("mlp", scenario="class"))[0].train
+    images, labels = train.images[:12], train.labels[:12]  # (12, 1, 28, 28) uint8, classes of task 0
+    task_ids = torch.zeros_like(labels)
+    assert not torch.equal(images, images.flip(3))
+    flipped = icarl_means((images, labels, task_ids), flip_means=True)
+    doubled = icarl_means((torch.cat([images, images.flip(3)]), labels.repeat(2), task_ids.repeat(2)), False)
+    plain = icarl_means((images, labels, task_ids), flip_means=False)
+    seen = ~torch.isnan(plain[:, 0])
+    assert seen.sum() >= 2
+    assert torch.allclose(flipped[seen], doubled[seen], atol=1e-6)
+    assert not torch.allclose(flipped[seen], plain[seen], atol=1e-3)

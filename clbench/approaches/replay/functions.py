@@ -56,13 +56,22 @@ def herding_order(features: torch.Tensor, m: int) -> torch.Tensor:
     return torch.tensor(chosen, dtype=torch.long)
 
 
-def class_means(features: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
+def class_means(features: torch.Tensor, labels: torch.Tensor, n_classes: int,
+                flipped: torch.Tensor | None = None) -> torch.Tensor:
     """(n_classes, D): the mean of each class's L2-normalised features, normalised again (iCaRL; FACIL
-    `src/approach/icarl.py` `compute_mean_of_exemplars`); NaN rows for classes without samples."""
+    `src/approach/icarl.py` `compute_mean_of_exemplars`); NaN rows for classes without samples.
+
+    With `flipped` (N, D), the features of the same samples flipped left-right, a class's mean is the average of
+    its two means, normalised: (mean phi(x) + mean phi(flip x)) / 2 (the authors' CIFAR code,
+    `iCaRL-TheanoLasagne/main_cifar_100_theano.py` lines 259-271; Mammoth `models/icarl.py`
+    `compute_class_means`).
+    """
     phi = normalised(features)
+    psi = None if flipped is None else normalised(flipped)
     means = torch.full((n_classes, phi.shape[1]), float("nan"), dtype=phi.dtype, device=phi.device)
     for label in labels.unique().tolist():
-        means[label] = phi[labels == label].mean(0)
+        members = labels == label
+        means[label] = phi[members].mean(0) if psi is None else (phi[members].mean(0) + psi[members].mean(0)) / 2
     return normalised(means)
 
 

@@ -29,9 +29,10 @@ over the outputs (`paper`), or the cross-entropy plus lamb times the batch's mea
 
 After the task the memory keeps m = buffer_size // (classes seen) exemplars per class: the first m of each earlier
 class's herding order (Algorithm 5) and the first m by herding of each new class (Algorithm 4), and the class means
-of the exemplars' normalised features are computed. Prediction is the nearest mean of exemplars (Algorithm 1):
-task-aware among the task's classes, task-agnostic among every candidate class; before a class has exemplars
-(stage 0, a task not learned yet) the heads' logits are used instead.
+of the exemplars' normalised features are computed (with `flip_means`, averaged with those of the exemplars'
+left-right mirror images, as the authors' CIFAR code and Mammoth's `compute_class_means`). Prediction is the nearest
+mean of exemplars (Algorithm 1): task-aware among the task's classes, task-agnostic among every candidate class;
+before a class has exemplars (stage 0, a task not learned yet) the heads' logits are used instead.
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ class ICaRLHyperparameters(ReplayHyperparameters):
     loss: str = field("paper", doc="paper: one sigmoid BCE, old classes' targets the previous network's sigmoids "
                                    "(authors' code, Mammoth); facil: cross-entropy + lamb x BCE distillation (FACIL)",
                       choices=LOSSES)
+    flip_means: bool = field(False, doc="class means also average the features of the exemplars flipped left-right "
+                                        "(the authors' CIFAR code main_cifar_100_theano.py, whose training "
+                                        "augmentation flips; Mammoth models/icarl.py on every data set); off: the "
+                                        "authors' ImageNet code main_resnet_tf.py and FACIL")
 
     def __post_init__(self) -> None:
         if self.loss == "paper" and self.lamb != 1.0:
@@ -190,12 +195,17 @@ class ICaRL(ReplayApproach):
         self.update_means()
 
     def update_means(self) -> None:
-        """The normalised mean of each class's exemplars' normalised features (NaN for classes without)."""
+        """The normalised mean of each class's exemplars' normalised features (NaN for classes without); with
+        `flip_means`, averaged with the mean of the exemplars' flipped images' features."""
         stored = self.buffer.contents()
         assert self.transform is not None
         data = LabelledData(stored.images, stored.labels, stored.task_ids, self.transform, -1)
         global_labels = stored.labels + self.offsets.index_select(0, stored.task_ids)
-        self.means = class_means(self.features_of(data), global_labels, sum(self.context.head_sizes))
+        flipped = None
+        if self.hparams.flip_means:
+            mirrored = LabelledData(stored.images.flip(3), stored.labels, stored.task_ids, self.transform, -1)
+            flipped = self.features_of(mirrored)  # images (N, C, H, W): dimension 3 is the width
+        self.means = class_means(self.features_of(data), global_labels, sum(self.context.head_sizes), flipped)
 
     # ------------------------------------------------------------------ prediction
     def predict_classes(self, inputs: torch.Tensor, n_tasks: int) -> torch.Tensor:
