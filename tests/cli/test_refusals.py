@@ -23,7 +23,7 @@ NEED_TASK_ID = {"adahat", "hat", "packnet", "pathnet", "pnn", "wsn"}  # refused 
 # The shipped matrix's refusals, by hand: benchmark -> {approach: the spec key that refuses it}.
 REFUSED = {
     "cifar10-5": dict.fromkeys(RESNET18, "network.kind"),
-    "rot-mnist": dict.fromkeys(NEED_TASK_ID | {"icarl", "supsup"}, "data.scenario"),  # supsup: `refuses_domain`
+    "rot-mnist": dict.fromkeys(NEED_TASK_ID | {"icarl", "supsup", "xder"}, "data.scenario"),  # `refuses_domain`
     **{name: dict.fromkeys(MLP_ONLY, "network.kind") for name in ("mixture8", "cifar-incremental", "cifar100-10")},
     "seq-mnist": {"pathnet": "training",  # no validation split for its tournament
                   "gpm": "data.scenario"},  # the class scenario (`refuses_class`)
