@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from synthetic import make_approach, tiny_spec, tiny_tasks
+from synthetic import make_approach, tiny_resnet_spec, tiny_spec, tiny_tasks
 from torch.nn import functional
 
 from clbench.approaches.datatypes import StepInfo
@@ -224,3 +224,49 @@ def test_xder_refuses_the_domain_scenario() -> None:
     spec = tiny_spec("mlp", kind="permuted", scenario="domain")
     with pytest.raises(SpecError, match="one shared head"):
         make_approach("xder", spec, tiny_tasks(spec))
+
+
+def test_the_consistency_term_on_augmented_views_by_hand() -> None:
+    """Task 0 of an augmented benchmark (memory empty): the stream's cross-entropy plus lambd times the SupCon loss
+    of the future heads (tasks 1 and 2) on 4 cropped and flipped views of each image, over heads x images."""
+    from clbench.data.augment import random_crop_and_flip
+
+    spec = tiny_resnet_spec(nf=4, augment=True)
+    tasks = tiny_tasks(spec)
+    approach = make_approach("xder", spec, tasks, lambd=0.05, future_constraint=False)
+    approach.begin_task(0, tasks)
+    approach.network.train()
+    batch = tasks[0].train.batch(slice(0, 6))
+    state = approach.augment_generator.get_state()
+    with torch.no_grad():
+        outputs = every_head(approach, batch.inputs)
+    step = approach.training_step(batch, StepInfo(0, 0, 0, 1), torch.optim.SGD(approach.network.parameters(), lr=0.0))
+    generator = torch.Generator()
+    generator.set_state(state)
+    views = random_crop_and_flip(batch.images.repeat_interleave(4, 0), generator)  # (24, 3, 32, 32)
+    first, *later = tasks.head_sizes
+    with torch.no_grad():
+        future = every_head(approach, approach.transform(views, 0))[:, first:].reshape(6, 4, sum(later))
+    heads, start = [], 0
+    for size in later:  # each later task's head: (images, views, its classes), L2-normalised
+        heads.append(functional.normalize(future[:, :, start:start + size], dim=2))
+        start += size
+    consistency = sum(supervised_contrastive(h, batch.targets, 5.0, 5.0) for h in heads) / (len(later) * 6)
+    stream = functional.cross_entropy(outputs[:, :first], batch.targets)
+    assert step.item() - stream.item() == pytest.approx(0.05 * float(consistency), rel=1e-5, abs=0)
+    assert float(consistency) > 0
+
+
+def test_running_statistics_are_left_alone_inside_the_context() -> None:
+    from torch import nn
+
+    from clbench.approaches.replay.xder import running_statistics
+
+    network = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).train()
+    inputs = torch.randn(8, 3, generator=torch.Generator().manual_seed(0))
+    with running_statistics(network, update=False):
+        network(inputs)
+    assert torch.equal(network[1].running_mean, torch.zeros(4)) and network[1].track_running_stats
+    with running_statistics(network, update=True):
+        network(inputs)
+    assert not torch.equal(network[1].running_mean, torch.zeros(4))
