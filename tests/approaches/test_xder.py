@@ -35,6 +35,14 @@ def test_update_logits_replaces_the_block_and_scales_it_below_gamma_times_the_cl
     assert old[0, 2] == 9.0 and new[0, 2] == 4.0  # the inputs are left as they were
 
 
+def test_update_logits_keeps_the_authors_formula_where_the_class_logit_is_negative() -> None:
+    # stored class logit -2, block max -0.01 > -2: factor 0.85 x -2 / -0.01 = 170 (Mammoth's formula, unbounded;
+    # the docs' X-DER section: the cause of a diverged seq-mnist seed)
+    updated = update_logits(torch.tensor([[-2.0, 0.0, 0.0]]), torch.tensor([[0.0, -0.01, -0.5]]), torch.tensor([0]),
+                            1, 3, 0.85)
+    torch.testing.assert_close(updated, torch.tensor([[-2.0, -1.7, -85.0]]))
+
+
 def test_the_past_update_at_a_tasks_end_scales_the_earlier_heads_by_the_current_class() -> None:
     # Mammoth end_task: update_logits(outputs, outputs, labels, 0, current_task): heads 0..t-1 of a new sample
     outputs = torch.tensor([[3.0, 1.0, 2.0, 0.5]])  # class 2 (task 1's head is 2:4), earlier max 3 > 2
