@@ -37,6 +37,7 @@ BUILTINS: dict[str, str] = {
     "si": "clbench.approaches.importance.si:SI",
     "supsup": "clbench.approaches.supsup.approach:SupSup",
     "wsn": "clbench.approaches.wsn.approach:WSN",
+    "xder": "clbench.approaches.replay.xder:XDER",
 }
 """Built-in method name -> "module:Class" (registered by `clbench.approaches.registry`, as plugins are)."""
 

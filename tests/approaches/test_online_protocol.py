@@ -399,7 +399,7 @@ def test_seq_mnist_is_mammoth_s_protocol_and_every_section_resolves() -> None:
     spec = load_benchmark("seq-mnist")
     assert (spec.data.validation_fraction, spec.data.scenario, spec.data.shuffle_tasks) == (0.0, "class", False)
     assert spec.network.hidden == (100, 100)
-    assert set(spec.approaches) == {"sgd", "joint", "random", "er", "agem", "derpp", "icarl", "er-ace"}
+    assert set(spec.approaches) == {"sgd", "joint", "random", "er", "agem", "derpp", "icarl", "er-ace", "xder"}
     for method in spec.approaches:
         resolved = resolve(spec, method)
         training = resolved.training
@@ -408,6 +408,7 @@ def test_seq_mnist_is_mammoth_s_protocol_and_every_section_resolves() -> None:
         if method != "random":
             assert resolved.hyperparameters.clip_grad_norm == 0.0, method
     assert resolve(spec, "icarl").hyperparameters.loss == "paper"
+    assert resolve(spec, "xder").hyperparameters.lambd == 0  # no augmentation: the SupCon term is off
 
 
 @pytest.mark.parametrize(("variant", "expected"), [
@@ -429,4 +430,8 @@ def test_seq_mnist_variants_give_the_der_paper_s_buffer_sizes_and_lrs(variant: s
         assert hyper.clip_grad_norm == 0.0 and resolved.training.early_stopping is False, (variant, method)
     derpp = resolve(spec, "derpp").hyperparameters
     assert (derpp.alpha, derpp.beta) == {None: (1.0, 0.5), "buffer-200": (0.2, 1.0), "buffer-5120": (0.2, 0.5)}[variant]
+    xder = resolve(spec, "xder")  # DER++'s values (Mammoth has no seq-mnist X-DER setting)
+    assert (xder.hyperparameters.alpha, xder.hyperparameters.beta) == (derpp.alpha, derpp.beta), variant
+    assert (xder.hyperparameters.buffer_size, xder.hyperparameters.replay_batch_size, xder.training.lr) == \
+        (derpp.buffer_size, derpp.replay_batch_size, resolve(spec, "derpp").training.lr), variant
     assert resolve(spec, "sgd").training.lr == 0.03

@@ -23,8 +23,8 @@ NEED_TASK_ID = {"adahat", "hat", "packnet", "pathnet", "pnn", "wsn"}  # refused 
 # The shipped matrix's refusals, by hand: benchmark -> {approach: the spec key that refuses it}.
 REFUSED = {
     "cifar10-5": dict.fromkeys(RESNET18, "network.kind"),
-    # supsup, er-ace: `refuses_domain`
-    "rot-mnist": dict.fromkeys(NEED_TASK_ID | {"icarl", "supsup", "er-ace"}, "data.scenario"),
+    # supsup, er-ace, xder: `refuses_domain`
+    "rot-mnist": dict.fromkeys(NEED_TASK_ID | {"icarl", "supsup", "er-ace", "xder"}, "data.scenario"),
     **{name: dict.fromkeys(MLP_ONLY, "network.kind") for name in ("mixture8", "cifar-incremental", "cifar100-10")},
     "seq-mnist": {"pathnet": "training",  # no validation split for its tournament
                   "gpm": "data.scenario"},  # the class scenario (`refuses_class`)
