@@ -100,7 +100,6 @@ class BiC(ReplayApproach):
         self.beta = torch.zeros(n_tasks, device=self.device)  # (T,)
         sizes = torch.tensor(context.head_sizes, device=self.device)
         self.column_task = torch.repeat_interleave(torch.arange(n_tasks, device=self.device), sizes)  # (C,)
-        self.training_indices: torch.Tensor | None = None  # the task's training samples not held out
 
     # ------------------------------------------------------------------ the memory's split
     def split(self, stage: int) -> tuple[int, int]:
@@ -117,6 +116,10 @@ class BiC(ReplayApproach):
         parts = [torch.nonzero(labels == label).squeeze(1)[:count] for label in classes]
         return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long, device=labels.device)
 
+    def held_out_of_task(self, stage: int, train: LabelledData) -> torch.Tensor:
+        """Indices of the task's training samples held out: the first v of each of its classes."""
+        return self.first_of_each_class(train.labels, range(self.context.head_sizes[stage]), self.split(stage)[1])
+
     def begin_task(self, stage: int, tasks: TaskSequence) -> None:
         """Shrink the earlier classes' held-out samples to v each, hold out the first v of each new class."""
         super().begin_task(stage, tasks)
@@ -125,24 +128,22 @@ class BiC(ReplayApproach):
         old = self.first_of_each_class(self.global_labels(kept.labels, kept.task_ids),
                                        range(self.context.class_offsets[stage]), held)
         train = tasks[stage].train
-        new = self.first_of_each_class(train.labels, range(self.context.head_sizes[stage]), held)
+        new = self.held_out_of_task(stage, train)
         self.held_out.set_contents(
             torch.cat([kept.images.index_select(0, old.to(kept.images.device)), train.images.index_select(0, new)]),
             torch.cat([kept.labels.index_select(0, old), train.labels.index_select(0, new)]),
             torch.cat([kept.task_ids.index_select(0, old), torch.full_like(new, stage)]))
-        remaining = torch.ones(len(train), dtype=torch.bool, device=train.labels.device)
-        remaining[new] = False
-        self.training_indices = torch.nonzero(remaining).squeeze(1)
 
-    def task_training_samples(self, train: LabelledData) -> LabelledData:
+    def task_training_samples(self, stage: int, train: LabelledData) -> LabelledData:
         """The task's training data without its held-out samples."""
-        assert self.training_indices is not None, "begin_task holds the samples out"
-        index = self.training_indices
+        remaining = torch.ones(len(train), dtype=torch.bool, device=train.labels.device)
+        remaining[self.held_out_of_task(stage, train)] = False
+        index = torch.nonzero(remaining).squeeze(1)
         return LabelledData(train.images.index_select(0, index), train.labels.index_select(0, index),
                             train.task_ids.index_select(0, index), train.transform, train.task, train.cache)
 
     def training_data(self, stage: int, tasks: TaskSequence) -> tuple[LabelledData, LabelledData]:
-        train = self.task_training_samples(tasks[stage].train)
+        train = self.task_training_samples(stage, tasks[stage].train)
         if len(self.buffer) == 0:
             return train, tasks[stage].valid
         stored = self.buffer.contents()
@@ -189,7 +190,6 @@ class BiC(ReplayApproach):
         if stage > 0 and self.class_scenario and len(self.held_out) > 0:
             self.fit_bias_layer(stage)
         self.select_exemplars(stage, tasks[stage].train)
-        self.training_indices = None
 
     def features_of(self, data: LabelledData) -> torch.Tensor:
         """The body's features of `data` in eval mode, without autograd: (N, F)."""
@@ -226,7 +226,7 @@ class BiC(ReplayApproach):
                                        range(self.context.class_offsets[stage]), count)
         images = [stored.images.index_select(0, old.to(stored.images.device))]
         labels, task_ids = [stored.labels.index_select(0, old)], [stored.task_ids.index_select(0, old)]
-        candidates = self.task_training_samples(train)
+        candidates = self.task_training_samples(stage, train)
         features = self.features_of(candidates) if self.hparams.selection == "herding" else None
         for label in range(self.context.head_sizes[stage]):
             members = torch.nonzero(candidates.labels == label).squeeze(1)
