@@ -206,3 +206,22 @@ def test_the_task_scenario_fits_no_bias_layer(tmp_path: Path) -> None:
     plan, _ = train(tmp_path, "task", buffer_size=50)
     extra = load_checkpoint(plan.run_dir, 2)["approach"]["extra"]
     assert extra["bias_alpha"].tolist() == [1.0] * 3 and extra["bias_beta"].tolist() == [0.0] * 3
+
+
+@pytest.mark.parametrize(("benchmark", "settings"), [
+    ("cifar10-5", ["network.nf=4"]),
+    ("cifar100-10", ["network.conv_channels=[4,4,8]", "network.fc_units=[16,16]", "data.scenario=class",
+                     "data.n_tasks=3"]),
+])
+def test_bic_runs_the_shipped_cifar_specs_on_synthetic_images(benchmark: str, settings: list[str],
+                                                               tmp_path: Path) -> None:
+    from clbench.spec import load_benchmark
+
+    spec = load_benchmark(benchmark, [*settings, "training.max_epochs=1", "approaches.bic.bias_epochs=5"])
+    [plan] = plan_runs(spec, ["bic"], [0], tmp_path)
+    outcome = execute(plan, device=torch.device("cpu"), loader=synthetic_loader(n_train=200, n_test=40))
+    frame = pd.DataFrame(outcome.rows)
+    assert set(frame["evaluation"]) == {"task-aware", "task-agnostic"} and frame["accuracy"].notna().all()
+    stages = frame["stage"].max()
+    extra = load_checkpoint(plan.run_dir, stages - 1)["approach"]["extra"]
+    assert extra["bias_alpha"][1].item() != 1.0  # fitted after the second task
