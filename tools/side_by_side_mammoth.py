@@ -104,6 +104,12 @@ METHODS: dict[str, Method] = {
                                       "--alpha", {200: "0.2", 500: "1.0", 5120: "0.2"}[b],
                                       "--beta", {200: "1.0", 500: "0.5", 5120: "0.5"}[b], "--lambd", "0"],
                    _variant, "best_args.py seq-mnist derpp's lr/minibatch/alpha/beta; xder get_parser defaults"),
+    # One stated set used by both: best_args.py has no seq-mnist bic, so lr 0.03 of its seq-cifar100 bic (buffers 500
+    # and 2000; optim_mom 0, optim_wd 0) at every buffer; models/bic.py get_parser's defaults for the rest (bic_epochs
+    # 250, temp 2, valset_split 0.1), and its bias fit (end_task: Adam at lr 0.001, no L2 on beta), which the
+    # seq-mnist spec's bic section states.
+    "bic": Method("bic", lambda b: ["--buffer_size", str(b), "--lr", "0.03"], _variant,
+                  "best_args.py seq-cifar100 bic lr; models/bic.py defaults"),
 }
 
 

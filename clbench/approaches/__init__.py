@@ -15,6 +15,7 @@ from __future__ import annotations
 BUILTINS: dict[str, str] = {
     "adahat": "clbench.approaches.adahat.approach:AdaHat",
     "agem": "clbench.approaches.replay.agem:AGEM",
+    "bic": "clbench.approaches.bic.approach:BiC",
     "derpp": "clbench.approaches.replay.derpp:DERPlusPlus",
     "er": "clbench.approaches.replay.er:ExperienceReplay",
     "er-ace": "clbench.approaches.replay.er_ace:ERACE",

@@ -399,25 +399,28 @@ def test_seq_mnist_is_mammoth_s_protocol_and_every_section_resolves() -> None:
     spec = load_benchmark("seq-mnist")
     assert (spec.data.validation_fraction, spec.data.scenario, spec.data.shuffle_tasks) == (0.0, "class", False)
     assert spec.network.hidden == (100, 100)
-    assert set(spec.approaches) == {"sgd", "joint", "random", "er", "agem", "derpp", "icarl", "er-ace", "xder"}
+    assert set(spec.approaches) == {"sgd", "joint", "random", "er", "agem", "derpp", "icarl", "er-ace", "xder", "bic"}
     for method in spec.approaches:
         resolved = resolve(spec, method)
         training = resolved.training
         assert (training.early_stopping, training.class_loss, training.batch_size, training.max_epochs) == \
-            (False, "all", 10, 1), method
+            (False, "seen" if method == "bic" else "all", 10, 1), method  # bic: Mammoth's, over the classes seen
         if method != "random":
             assert resolved.hyperparameters.clip_grad_norm == 0.0, method
     assert resolve(spec, "icarl").hyperparameters.loss == "paper"
     assert resolve(spec, "xder").hyperparameters.lambd == 0  # no augmentation: the SupCon term is off
+    bic = resolve(spec, "bic").hyperparameters  # Mammoth models/bic.py's bias fit: 250 epochs of Adam at 0.001
+    assert (bic.bias_epochs, bic.bias_optimizer, bic.bias_lr, bic.beta_l2, bic.temperature) == (250, "adam", 0.001,
+                                                                                                0.0, 2.0)
 
 
 @pytest.mark.parametrize(("variant", "expected"), [
     (None, {"er": (500, 10, 0.1), "agem": (500, 128, 0.1), "derpp": (500, 10, 0.03), "icarl": (500, 10, 0.1),
-            "er-ace": (500, 10, 0.1)}),
+            "er-ace": (500, 10, 0.1), "bic": (500, 64, 0.03)}),
     ("buffer-200", {"er": (200, 10, 0.01), "agem": (200, 128, 0.1), "derpp": (200, 128, 0.03),
-                    "icarl": (200, 10, 0.1), "er-ace": (200, 10, 0.1)}),
+                    "icarl": (200, 10, 0.1), "er-ace": (200, 10, 0.1), "bic": (200, 64, 0.03)}),
     ("buffer-5120", {"er": (5120, 10, 0.1), "agem": (5120, 128, 0.1), "derpp": (5120, 64, 0.1),
-                     "icarl": (5120, 10, 0.1), "er-ace": (5120, 10, 0.1)}),
+                     "icarl": (5120, 10, 0.1), "er-ace": (5120, 10, 0.1), "bic": (5120, 64, 0.03)}),
 ])
 def test_seq_mnist_variants_give_the_der_paper_s_buffer_sizes_and_lrs(variant: str | None,
                                                                       expected: dict[str, tuple]) -> None:

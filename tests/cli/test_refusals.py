@@ -23,8 +23,8 @@ NEED_TASK_ID = {"adahat", "hat", "packnet", "pathnet", "pnn", "wsn"}  # refused 
 # The shipped matrix's refusals, by hand: benchmark -> {approach: the spec key that refuses it}.
 REFUSED = {
     "cifar10-5": dict.fromkeys(RESNET18, "network.kind"),
-    # supsup, er-ace, xder: `refuses_domain`
-    "rot-mnist": dict.fromkeys(NEED_TASK_ID | {"icarl", "supsup", "er-ace", "xder"}, "data.scenario"),
+    # supsup, er-ace, xder, bic: `refuses_domain`
+    "rot-mnist": dict.fromkeys(NEED_TASK_ID | {"bic", "icarl", "supsup", "er-ace", "xder"}, "data.scenario"),
     **{name: dict.fromkeys(MLP_ONLY, "network.kind") for name in ("mixture8", "cifar-incremental", "cifar100-10")},
     "seq-mnist": {"pathnet": "training",  # no validation split for its tournament
                   "gpm": "data.scenario"},  # the class scenario (`refuses_class`)
@@ -56,7 +56,7 @@ def test_list_shows_every_refusal_and_exits_0() -> None:
     hat = output[output.rindex("│ hat"):].split("│")[1:4]
     assert hat[1].strip().replace(",", "").isdigit() and hat[2].strip() == "refused (5)"  # counted on seq-mnist
     for number, (benchmark, name) in enumerate([("seq-mnist", "gpm"), ("seq-mnist", "pathnet"), ("rot-mnist", "adahat"),
-                                                ("rot-mnist", "er-ace"), ("rot-mnist", "hat"),
+                                                ("rot-mnist", "bic"), ("rot-mnist", "er-ace"), ("rot-mnist", "hat"),
                                                 ("rot-mnist", "icarl"),
                                                 ("rot-mnist", "packnet"), ("rot-mnist", "pathnet"),
                                                 ("rot-mnist", "pnn")], 1):

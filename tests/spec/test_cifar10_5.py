@@ -21,12 +21,13 @@ from clbench.spec import load_benchmark
 
 BEST_ARGS = {  # buffer size -> method -> (lr, minibatch_size, alpha, beta); every method: batch_size 32, n_epochs 50
     200: {"er": (0.1, 32, None, None), "agem": (0.03, 32, None, None), "derpp": (0.03, 32, 0.1, 0.5),
-          "icarl": (0.1, None, None, None), "xder": (0.03, 32, 0.1, 0.5)},  # xder: derpp's (no xder entry)
+          "icarl": (0.1, None, None, None), "xder": (0.03, 32, 0.1, 0.5), "bic": (0.03, None, None, None)},
     500: {"er": (0.1, 32, None, None), "agem": (0.03, 32, None, None), "derpp": (0.03, 32, 0.2, 0.5),
-          "icarl": (0.1, None, None, None), "xder": (0.03, 32, 0.2, 0.5)},
+          "icarl": (0.1, None, None, None), "xder": (0.03, 32, 0.2, 0.5), "bic": (0.03, None, None, None)},
     5120: {"er": (0.1, 32, None, None), "agem": (0.03, 32, None, None), "derpp": (0.03, 32, 0.1, 1.0),
-           "icarl": (0.03, None, None, None), "xder": (0.03, 32, 0.1, 1.0)},
+           "icarl": (0.03, None, None, None), "xder": (0.03, 32, 0.1, 1.0), "bic": (0.03, None, None, None)},
 }
+# bic: best_args has no seq-cifar10 entry; its seq-cifar100 bic (500, 2000) has lr 0.03
 SGD_LR = 0.1  # best_args seq-cifar10 sgd {-1: lr 0.1}
 
 
@@ -46,7 +47,8 @@ def test_the_data_network_and_protocol_are_seq_cifar10s() -> None:
 @pytest.mark.parametrize("buffer", sorted(BEST_ARGS))
 def test_every_approach_section_resolves_to_mammoths_best_args(buffer: int) -> None:
     spec = load_benchmark("cifar10-5", [f"variant=buffer-{buffer}"])
-    assert sorted(spec.approaches) == ["agem", "derpp", "er", "er-ace", "icarl", "joint", "random", "sgd", "xder"]
+    assert sorted(spec.approaches) == ["agem", "bic", "derpp", "er", "er-ace", "icarl", "joint", "random", "sgd",
+                                       "xder"]
     for method in ("sgd", "joint"):
         assert resolve(spec, method).training.lr == SGD_LR
     for method, (lr, minibatch, alpha, beta) in BEST_ARGS[buffer].items():

@@ -1,0 +1,227 @@
+"""BiC's bias layers, their fit, its distillation and loss against values worked out by hand, and its memory split.
+
+Notation: L2 = ln 2, L3 = ln 3. The tiny sequence has heads of 4, 4 and 2 classes (offsets 0, 4, 8).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
+
+from clbench.approaches.bic.approach import BiC
+from clbench.approaches.bic.functions import (
+    bias_correct,
+    bic_distillation,
+    distillation_weight,
+    fit_bias,
+    held_out_per_class,
+)
+from clbench.approaches.datatypes import StepInfo
+from clbench.run.checkpoints import load_checkpoint
+from clbench.run.engine import execute
+from clbench.run.plan import plan_runs
+
+L2, L3 = math.log(2), math.log(3)
+
+
+def test_the_bias_layer_changes_its_own_tasks_columns_only() -> None:
+    logits = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0], [-1.0, 0.0, 1.0, 2.0, 3.0]])
+    column_task = torch.tensor([0, 0, 1, 1, 1])
+    corrected = bias_correct(logits, column_task, torch.tensor([1.0, 2.0]), torch.tensor([0.0, -1.0]))
+    # task 0's columns (identity) untouched; task 1's 2 x - 1
+    assert corrected.tolist() == [[1.0, 2.0, 5.0, 7.0, 9.0], [-1.0, 0.0, 1.0, 3.0, 5.0]]
+
+
+def test_distillation_by_hand() -> None:
+    # T = 2: old logits (2 L3, 0) / 2 -> softmax (3/4, 1/4); current (0, 0) -> (1/2, 1/2) (eps changes nothing)
+    value = bic_distillation(torch.zeros(1, 2), torch.tensor([[2 * L3, 0.0]]), 2.0)
+    assert float(value) == pytest.approx(L2, rel=1e-6)
+    # current (2 L3, 0) / 2 -> (3/4, 1/4), then + eps / 2 each and renormalised: the targets' entropy, nearly
+    eps = 1e-5
+    p = [(0.75 + eps / 2) / (1 + eps), (0.25 + eps / 2) / (1 + eps)]
+    expected = -(0.75 * math.log(p[0]) + 0.25 * math.log(p[1]))
+    value = bic_distillation(torch.tensor([[2 * L3, 0.0]]), torch.tensor([[2 * L3, 0.0]]), 2.0, eps)
+    assert float(value) == pytest.approx(expected, rel=1e-6)
+    assert float(bic_distillation(torch.tensor([[2 * L3, 0.0]]), torch.tensor([[2 * L3, 0.0]]), 2.0, 0.0)) == \
+        pytest.approx(-(0.75 * math.log(0.75) + 0.25 * math.log(0.25)), rel=1e-6)
+    # the batch's mean: a second sample of loss 2 L2 (current 4 classes uniform, targets anything)
+    two = bic_distillation(torch.zeros(2, 4), torch.tensor([[0.0] * 4, [1.0, 2.0, 3.0, 4.0]]), 2.0)
+    assert float(two) == pytest.approx(2 * L2, rel=1e-6)
+
+
+def test_the_distillation_weight_and_the_memory_split() -> None:
+    assert distillation_weight(8, 10) == 0.8  # n / (n + m)
+    assert held_out_per_class(500, 10, 0.1) == (50, 5)
+    assert held_out_per_class(500, 6, 0.1) == (83, 9)  # ceil(8.3)
+    assert held_out_per_class(50, 8, 0.0) == (6, 0)
+
+
+def fit(logits, targets, column_task, alpha, beta, task, **settings):  # type: ignore[no-untyped-def]
+    options = {"epochs": 300, "batch_size": 8, "optimizer": "sgd", "lr": 0.5, "momentum": 0.9, "beta_l2": 0.0,
+               "generator": torch.Generator().manual_seed(0)} | settings
+    return fit_bias(logits, targets, column_task, alpha, beta, task, **options)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_the_fitted_beta_is_the_log_odds_of_the_new_class(optimizer: str) -> None:
+    """One old class (task 0, its pair fixed at alpha 3, beta 1/2) and one new class (task 1), every logit 0: the
+    old column is 3 x 0 + 1/2, the new one beta. The cross-entropy of 8 samples, 2 of the new class, is least where
+    sigmoid(beta - 1/2) = 2/8, beta = 1/2 - L3. The new logits are 0, so alpha has no gradient: it stays 1."""
+    alpha, beta = torch.tensor([3.0, 1.0]), torch.tensor([0.5, 0.0])
+    targets = torch.tensor([0, 1, 0, 0, 1, 0, 0, 0])
+    lr = 0.5 if optimizer == "sgd" else 0.05
+    fitted = fit(torch.zeros(8, 2), targets, torch.tensor([0, 1]), alpha, beta, 1, optimizer=optimizer, lr=lr)
+    assert fitted[0] == 1.0 and fitted[1] == pytest.approx(0.5 - L3, abs=1e-3)
+    assert alpha.tolist() == [3.0, 1.0] and beta.tolist() == [0.5, 0.0]  # the inputs are not changed
+    # with beta's L2 term (weight 0.1) the optimum is where the gradient is 0: sigmoid(b - 1/2) - 1/4 + 0.1 b = 0
+    _, b = fit(torch.zeros(8, 2), targets, torch.tensor([0, 1]), alpha, beta, 1, optimizer=optimizer, lr=lr,
+               beta_l2=0.1)
+    assert 1 / (1 + math.exp(0.5 - b)) - 0.25 + 0.1 * b == pytest.approx(0.0, abs=1e-4)
+
+
+def test_the_fit_lowers_the_held_out_loss_and_moves_only_its_task() -> None:
+    generator = torch.Generator().manual_seed(1)
+    targets = torch.arange(40) % 6  # 2 tasks of 3 classes
+    logits = 3 * torch.nn.functional.one_hot(targets, 6) + torch.randn(40, 6, generator=generator)
+    logits[:, 3:] += 4.0  # the new task's logits too large: the bias the layer corrects
+    column_task = torch.tensor([0, 0, 0, 1, 1, 1])
+    alpha, beta = torch.ones(3), torch.zeros(3)  # a third task, not seen yet
+    fitted = fit(logits, targets, column_task, alpha, beta, 1, lr=0.05)
+
+    def loss(a: float, b: float) -> float:
+        corrected = bias_correct(logits, column_task, torch.tensor([1.0, a, 1.0]), torch.tensor([0.0, b, 0.0]))
+        return float(torch.nn.functional.cross_entropy(corrected, targets))
+
+    assert loss(*fitted) < loss(1.0, 0.0) - 0.5 and fitted[1] < -2.0  # most of the excess of 4 taken out
+
+
+def bic_at_task_3(scenario: str) -> tuple[BiC, object]:
+    """BiC while it learns task index 2 (8 old classes, 2 new): heads with zero weights output their biases.
+    Previous network: head 0 outputs (0, 2 L3, 0, 0), head 1 zeros; current: head 0 (L3, 0, 0, 0), the others
+    zeros. A batch of task 2's samples."""
+    spec = tiny_spec("mlp", scenario=scenario)
+    approach = make_approach("bic", spec, tiny_tasks(spec))
+    set_heads(approach, [[0.0, 2 * L3, 0.0, 0.0], [0.0] * 4, [0.0] * 2])
+    approach.load_extra_state({"previous_network": approach.snapshot()})
+    set_heads(approach, [[L3, 0.0, 0.0, 0.0], [0.0] * 4, [0.0] * 2])
+    batch = tiny_tasks(spec)[2].valid.batch(slice(None))
+    return approach, batch
+
+
+def set_heads(approach: BiC, biases: list[list[float]]) -> None:
+    with torch.no_grad():
+        for head, bias in zip(approach.multihead.heads, biases):
+            head.weight.zero_()
+            head.bias.copy_(torch.tensor(bias))
+
+
+STEP = StepInfo(2, 0, 0, 1)
+
+
+def test_the_loss_is_the_weighted_cross_entropy_and_distillation() -> None:
+    approach, batch = bic_at_task_3("class")
+    n = batch.targets.shape[0]
+    # cross-entropy over the 10 classes seen, logits (L3, 0, ..., 0), every sample of task 2: ln (3 + 9) = ln 12
+    # distillation over the 8 old classes, T = 2: targets softmax((0, L3, 0, ...)) = (1, 3, 1, ..., 1) / 10;
+    # current softmax((L3 / 2, 0, ...)) = (r, 1, ..., 1) / (r + 7), r = sqrt 3: ln(r + 7) - ln(r) / 10 (eps 1e-5
+    # moves it by less than 1e-5)
+    distillation = math.log(math.sqrt(3) + 7) - math.log(math.sqrt(3)) / 10
+    expected = 0.2 * math.log(12) + 0.8 * distillation  # lambda = 8 / 10
+    assert approach.loss(batch, STEP).item() == pytest.approx(expected, rel=1e-4)
+    loss, correct = approach.validation_loss(batch, 2)
+    assert loss.item() == pytest.approx(n * expected, rel=1e-4) and int(correct) == 0
+    # a fixed lamb: cross-entropy + lamb x distillation
+    spec = tiny_spec("mlp", scenario="class")
+    fixed = make_approach("bic", spec, tiny_tasks(spec), lamb=2.0)
+    fixed.load_state({"network": approach.snapshot(), "extra": approach.extra_state()})
+    assert fixed.loss(batch, STEP).item() == pytest.approx(math.log(12) + 2 * distillation, rel=1e-4)
+
+
+def test_earlier_bias_layers_correct_both_networks_outputs_in_the_loss() -> None:
+    """Task 0's layer at alpha 2: its columns doubled in both networks. Cross-entropy: logits (2 L3, 0, ...),
+    ln (9 + 9) = ln 18; distillation: targets softmax((0, 2 L3, 0, ...)) = (1, 9, 1, ...) / 16, current
+    softmax((L3, 0, ...)) = (3, 1, ...) / 10: ln 10 - L3 / 16."""
+    approach, batch = bic_at_task_3("class")
+    approach.alpha[0] = 2.0
+    expected = 0.2 * math.log(18) + 0.8 * (math.log(10) - L3 / 16)
+    assert approach.loss(batch, STEP).item() == pytest.approx(expected, rel=1e-4)
+    # the prediction of the classes seen: task 0's columns by its layer, task 1's by its own
+    approach.alpha[1], approach.beta[1] = 2.0, -1.0
+    scores = approach.predict_classes(batch.inputs[:1], 3)
+    assert scores[0].tolist() == pytest.approx([2 * L3, 0.0, 0.0, 0.0] + [-1.0] * 4 + [0.0] * 2)
+    assert approach.predict(batch.inputs[:1], 1)[0].tolist() == [-1.0] * 4
+
+
+def train(tmp_path: Path, scenario: str, **settings: object):  # type: ignore[no-untyped-def]
+    spec = tiny_spec("mlp", training=replace(TINY_TRAINING, max_epochs=2), scenario=scenario)
+    spec = replace(spec, approaches={"bic": {"bias_epochs": 20, **settings}})
+    [plan] = plan_runs(spec, ["bic"], [0], tmp_path)
+    return plan, execute(plan, device=torch.device("cpu"), loader=synthetic_loader(n_train=600, n_test=60))
+
+
+@pytest.mark.parametrize("selection", ["herding", "random"])
+def test_the_memory_keeps_m_per_class_of_which_v_held_out(selection: str, tmp_path: Path) -> None:
+    """buffer 50: 4 classes seen -> m 12, v ceil(1.2) = 2; 8 -> 6, 1; 10 -> 5, 1."""
+    plan, outcome = train(tmp_path, "class", buffer_size=50, selection=selection)
+    offsets = torch.tensor([0, 4, 8])
+    held_images = []
+    for stage, classes, m, v in ((0, 4, 12, 2), (1, 8, 6, 1), (2, 10, 5, 1)):
+        extra = load_checkpoint(plan.run_dir, stage)["approach"]["extra"]
+        for key, count in (("buffer", m - v), ("held_out", v)):
+            labels = extra[key]["labels"] + offsets[extra[key]["task_ids"]]
+            assert torch.bincount(labels, minlength=10)[:classes].tolist() == [count] * classes, (stage, key)
+            assert int((labels >= classes).sum()) == 0
+        held_images.append(extra["held_out"]["images"])
+        alpha, beta = extra["bias_alpha"], extra["bias_beta"]
+        assert (alpha[0].item(), beta[0].item()) == (1.0, 0.0)  # task 0 has no fitted layer
+        assert all(alpha[t].item() != 1.0 and beta[t].item() != 0.0 for t in range(1, stage + 1))  # fitted
+        assert alpha[stage + 1:].tolist() == [1.0] * (2 - stage)
+    # the first v of an earlier class's held-out samples stay: stage 1 kept the first 1 of each of stage 0's 2
+    assert torch.equal(held_images[1][:4], held_images[0][::2])
+    rows = pd.DataFrame(outcome.rows)
+    assert rows.groupby("stage")["memory_samples"].first().tolist() == [0, 48, 48, 50]  # m x classes seen
+    assert set(rows["evaluation"]) == {"task-aware", "task-agnostic"}
+
+
+def test_the_held_out_samples_are_not_trained_on(tmp_path: Path) -> None:
+    spec = tiny_spec("mlp", scenario="class")
+    tasks = tiny_tasks(spec)
+    approach = make_approach("bic", spec, tasks, buffer_size=40)  # 4 classes: m 10, v 1
+    approach.begin_task(0, tasks)
+    train, _ = approach.training_data(0, tasks)
+    held = approach.held_out.contents()
+    assert len(held.labels) == 4 and sorted(held.labels.tolist()) == [0, 1, 2, 3]
+    assert len(train) == len(tasks[0].train) - 4
+    rows = {bytes(image.numpy()) for image in train.images}
+    assert not any(bytes(image.numpy()) in rows for image in held.images)
+
+
+def test_the_task_scenario_fits_no_bias_layer(tmp_path: Path) -> None:
+    plan, _ = train(tmp_path, "task", buffer_size=50)
+    extra = load_checkpoint(plan.run_dir, 2)["approach"]["extra"]
+    assert extra["bias_alpha"].tolist() == [1.0] * 3 and extra["bias_beta"].tolist() == [0.0] * 3
+
+
+@pytest.mark.parametrize(("benchmark", "settings"), [
+    ("cifar10-5", ["network.nf=4"]),
+    ("cifar100-10", ["network.conv_channels=[4,4,8]", "network.fc_units=[16,16]", "data.scenario=class",
+                     "data.n_tasks=3"]),
+])
+def test_bic_runs_the_shipped_cifar_specs_on_synthetic_images(benchmark: str, settings: list[str],
+                                                               tmp_path: Path) -> None:
+    from clbench.spec import load_benchmark
+
+    spec = load_benchmark(benchmark, [*settings, "training.max_epochs=1", "approaches.bic.bias_epochs=5"])
+    [plan] = plan_runs(spec, ["bic"], [0], tmp_path)
+    outcome = execute(plan, device=torch.device("cpu"), loader=synthetic_loader(n_train=200, n_test=40))
+    frame = pd.DataFrame(outcome.rows)
+    assert set(frame["evaluation"]) == {"task-aware", "task-agnostic"} and frame["accuracy"].notna().all()
+    stages = frame["stage"].max()
+    extra = load_checkpoint(plan.run_dir, stages - 1)["approach"]["extra"]
+    assert extra["bias_alpha"][1].item() != 1.0  # fitted after the second task
