@@ -52,9 +52,9 @@ def test_list_shows_every_refusal_and_exits_0() -> None:
     code, output = invoke_fresh("list", "-b", "seq-mnist", "-b", "rot-mnist")
     assert code == 0, output  # before: pathnet's protocol refusal ended `list` with exit 2
     pathnet = output[output.rindex("│ pathnet"):].split("│")[1:4]  # the parameter table is the last one
-    assert [cell.strip() for cell in pathnet] == ["pathnet", "refused (2)", "refused (8)"]
+    assert [cell.strip() for cell in pathnet] == ["pathnet", "refused (2)", "refused (9)"]
     hat = output[output.rindex("│ hat"):].split("│")[1:4]
-    assert hat[1].strip().replace(",", "").isdigit() and hat[2].strip() == "refused (5)"  # counted on seq-mnist
+    assert hat[1].strip().replace(",", "").isdigit() and hat[2].strip() == "refused (6)"  # counted on seq-mnist
     for number, (benchmark, name) in enumerate([("seq-mnist", "gpm"), ("seq-mnist", "pathnet"), ("rot-mnist", "adahat"),
                                                 ("rot-mnist", "bic"), ("rot-mnist", "er-ace"), ("rot-mnist", "hat"),
                                                 ("rot-mnist", "icarl"),
