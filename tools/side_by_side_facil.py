@@ -1,0 +1,259 @@
+"""Class-incremental methods side by side: FACIL's implementation and clbench's on one FACIL-style MNIST protocol.
+
+FACIL is not shipped. Fetch it outside this repository, at the commit clbench's methods were read at, into a folder
+of its own (this tool patches that copy):
+
+    git clone https://github.com/mmasana/FACIL DIR && git -C DIR checkout e09d2c8
+
+and give --facil-python an interpreter with torch, torchvision and numpy (FACIL's requirements; matplotlib only for
+its --last-layer-analysis, not used). `--prepare-facil` (idempotent) makes DIR runnable here, touching no method:
+- data: FACIL's `src/datasets/dataset_config.py` reads MNIST from `../data/mnist` relative to `src/` (its working
+  folder) through torchvision's MNIST class, i.e. the four idx files, gunzipped, in DIR/data/mnist/MNIST/raw/; they
+  are gunzipped there from --mirror (MNIST's `*-ubyte.gz` under MIRROR/mnist/);
+- patch 1, `src/datasets/dataset_config.py`: 'mnist' gets `'class_order': list(range(10))`, the digits in order
+  (0-1, 2-3, ...) as clbench's seq-mnist spec (`data.shuffle_tasks: false`); FACIL shuffles the classes by the seed
+  when a data set names no order (`src/datasets/memory_dataset.py` `get_data`);
+- patch 2, `src/networks/mlp.py` (new) and `src/networks/__init__.py`: `MLP`, 784-100-100 with ReLU and its head
+  `fc` (FACIL's `head_var`), the body of clbench's seq-mnist spec (Mammoth's MNISTMLP); FACIL's own MNIST network is
+  a LeNet, which clbench does not have.
+
+The protocol (FACIL_COMMON and CLBENCH_COMMON, the same in both): MNIST in 5 tasks of 2 digits in order, 10% of
+each task's training set held out for validation, the MLP above, plain SGD (momentum 0, weight decay 0, FACIL's
+main_incremental.py defaults), lr 0.1 (main_incremental.py default) divided by 3 (--lr-factor 3) after 5 epochs
+without a lower validation loss (--lr-patience 5), the task stopped when the lr falls below 1e-4, the best
+validation weights restored (FACIL's `Inc_Learning_Appr.train_loop`, clbench's `PlateauSchedule`), gradient norm
+clipped at 10000 (--clipping default), batch 64 (--batch-size default), at most --epochs epochs per task (FACIL's
+default, 200, is reduced the same way in both tools to fit a CPU; say which in what you report). FACIL's
+task-agnostic accuracy (TAg) is the argmax over every head so far, its task-aware (TAw) the argmax in the task's
+head: clbench's task-agnostic (class-IL) and task-aware (task-IL) rows.
+
+For each method and seed, in turns (so that background load hits both alike), on one CPU thread (OMP_NUM_THREADS=1;
+FACIL sets no thread count of its own):
+- FACIL: `python -u main_incremental.py` from DIR/src with FACIL_COMMON, --seed S and the method's `facil`
+  arguments below; the final accuracies are the last entries of results/avg_accs_tag-*.txt and avg_accs_taw-*.txt
+  that its disk logger writes under the run's own --results-path;
+- clbench: `clbench train SPEC -m METHOD --seeds S` with CLBENCH_COMMON and the method's `clbench` --set values;
+  the final accuracies are the last stage's task-agnostic and task-aware test rows.
+Then per tool: class-IL (TAg) and task-IL (TAw) final average accuracy, mean (std over seeds, ddof 1) and the
+median seconds per run (wall time of the subprocess, start-up included).
+
+    OMP_NUM_THREADS=1 python tools/side_by_side_facil.py --facil /work/authors/facil-NAME --prepare-facil \\
+        --facil-python /work/authors/venv-mammoth/bin/python --methods lucir --seeds 0,1,2 --epochs 10
+
+A method's entry in METHODS states both tools' arguments; every value cites where it was read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = "seq-mnist"  # clbench's base spec (MNIST, 5 tasks of 2 digits in order, 784-100-100, class scenario)
+
+
+def facil_common(epochs: int) -> list[str]:
+    """FACIL's main_incremental.py arguments of the protocol (the module docstring says where each is read)."""
+    return ["--datasets", "mnist", "--num-tasks", "5", "--network", "MLP", "--batch-size", "64",
+            "--nepochs", str(epochs), "--lr", "0.1", "--lr-factor", "3", "--lr-patience", "5", "--lr-min", "1e-4",
+            "--momentum", "0", "--weight-decay", "0", "--clipping", "10000", "--num-workers", "0"]
+
+
+def clbench_common(epochs: int) -> list[str]:
+    """clbench's --set values that turn the seq-mnist spec into the same protocol."""
+    return ["data.validation_fraction=0.1", "training.early_stopping=true", f"training.max_epochs={epochs}",
+            "training.lr=0.1", "training.lr_factor=3", "training.patience=5", "training.lr_min=0.0001",
+            "training.batch_size=64", "training.class_loss=seen"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method's arguments in both tools."""
+
+    facil_approach: str                                  # FACIL's --approach (its src/approach/<name>.py)
+    facil: Callable[[int], list[str]]                    # FACIL's arguments beyond facil_common (buffer size)
+    clbench: Callable[[int], list[str]]                  # clbench's --set values beyond clbench_common (buffer size)
+    note: str = ""                                       # where the values come from
+
+
+METHODS: dict[str, Method] = {
+    # FACIL src/approach/lucir.py extra_parser defaults: --lamb 5 (lamb_base), --lamb-mr 1, --dist 0.5 (margin m),
+    # --K 2; exemplars: a fixed memory of `buffer` samples (--num-exemplars) chosen by herding
+    # (src/datasets/exemplars_dataset.py --exemplar-selection). FACIL's lucir has no weight imprinting and no
+    # class-balanced finetuning: clbench's imprint false, finetune_epochs 0.
+    "lucir": Method("lucir",
+                    lambda b: ["--num-exemplars", str(b), "--exemplar-selection", "herding", "--lamb", "5",
+                               "--lamb-mr", "1", "--dist", "0.5", "--K", "2"],
+                    lambda b: [f"lucir.buffer_size={b}", "lucir.lamb_base=5", "lucir.lamb_mr=1", "lucir.margin=0.5",
+                               "lucir.k=2", "lucir.imprint=false", "lucir.finetune_epochs=0",
+                               "lucir.clip_grad_norm=10000"],
+                    "FACIL src/approach/lucir.py extra_parser defaults"),
+}
+
+
+# ------------------------------------------------------------------------------------------------------- FACIL
+MLP_SOURCE = '''from torch import nn
+
+
+class MLPArch(nn.Module):
+    """784-100-100 with ReLU and a linear head `fc` (clbench's seq-mnist body; added by clbench's side-by-side tool)."""
+
+    def __init__(self, num_classes=10, **kwargs):
+        super().__init__()
+        self.body = nn.Sequential(nn.Flatten(), nn.Linear(784, 100), nn.ReLU(), nn.Linear(100, 100), nn.ReLU())
+        self.fc = nn.Linear(100, num_classes)
+        self.head_var = 'fc'
+
+    def forward(self, x):
+        return self.fc(self.body(x))
+
+
+def MLP(pretrained=False, **kwargs):
+    return MLPArch(**kwargs)
+'''
+PATCHES = [  # (file under DIR/src, text, its replacement): the two patches of the docstring
+    ("datasets/dataset_config.py", "'normalize': ((0.1307,), (0.3081,)),\n",
+     "'normalize': ((0.1307,), (0.3081,)),\n        'class_order': list(range(10)),\n"),
+    ("networks/__init__.py", "from .resnet32 import resnet32\n",
+     "from .resnet32 import resnet32\nfrom .mlp import MLP\n"),
+    ("networks/__init__.py", "['resnet32', 'LeNet', 'VggNet']", "['resnet32', 'LeNet', 'VggNet', 'MLP']"),
+]
+
+
+def prepare_facil(facil: Path, mirror: Path) -> None:
+    """MNIST's idx files gunzipped into DIR/data/mnist/MNIST/raw, and the two patches applied (once)."""
+    raw = facil / "data" / "mnist" / "MNIST" / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    for archive in sorted((mirror / "mnist").glob("*-ubyte.gz")):
+        with gzip.open(archive) as source, open(raw / archive.name[:-3], "wb") as target:
+            shutil.copyfileobj(source, target)
+    (facil / "src" / "networks" / "mlp.py").write_text(MLP_SOURCE)
+    for name, old, new in PATCHES:
+        path = facil / "src" / name
+        text = path.read_text()
+        if new not in text:
+            if old not in text:
+                raise SystemExit(f"{path}: cannot patch, {old!r} not found (is it FACIL e09d2c8?)")
+            path.write_text(text.replace(old, new, 1))
+
+
+def facil_final(results: Path, name: str) -> float:
+    """The last entry (%) of FACIL's results/<name>-*.txt (the average accuracy after each task, as fractions)."""
+    [path] = list(results.glob(f"*/results/{name}-*.txt"))
+    values = path.read_text().split()
+    return 100 * float(values[-1])
+
+
+def run_facil(args: argparse.Namespace, method: Method, seed: int) -> tuple[float, float, float]:
+    """(class-IL %, task-IL %, wall seconds) of one FACIL run."""
+    results = args.log_dir / "facil" / f"{method.facil_approach}-b{args.buffer}-s{seed}"
+    shutil.rmtree(results, ignore_errors=True)
+    results.mkdir(parents=True)
+    command = [args.facil_python, "-u", "main_incremental.py", *facil_common(args.epochs), "--approach",
+               method.facil_approach, *method.facil(args.buffer), "--seed", str(seed), "--results-path", str(results)]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    seconds = _timed(command, env, args.facil / "src", results / "log.txt")
+    return facil_final(results, "avg_accs_tag"), facil_final(results, "avg_accs_taw"), seconds
+
+
+# ------------------------------------------------------------------------------------------------------- clbench
+def run_clbench(args: argparse.Namespace, name: str, method: Method, seed: int) -> tuple[float, float, float]:
+    """(class-IL %, task-IL %, wall seconds) of one clbench run."""
+    import pandas as pd
+
+    results = args.log_dir / "clbench" / f"{name}-b{args.buffer}-s{seed}"
+    shutil.rmtree(results, ignore_errors=True)
+    results.mkdir(parents=True)
+    values = [*clbench_common(args.epochs), *method.clbench(args.buffer)]
+    sets = [word for value in values for word in ("--set", value)]
+    command = [sys.executable, "-m", "clbench", "train", SPEC, "-m", name, "--seeds", str(seed), *sets,
+               "--results", str(results), "--device", "cpu"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CLBENCH_MIRROR": str(args.mirror), "PYTHONPATH": str(REPO)}
+    seconds = _timed(command, env, REPO, results / "log.txt")
+    [path] = list(results.glob(f"{SPEC}/{name}/*/seed-{seed}/accuracy.parquet"))
+    rows = pd.read_parquet(path)
+    rows = rows[(rows["split"] == "test") & (rows["stage"] == rows["stage"].max())]
+    final = {evaluation: 100 * float(group["accuracy"].mean()) for evaluation, group in rows.groupby("evaluation")}
+    return final["task-agnostic"], final["task-aware"], seconds
+
+
+def _timed(command: Sequence[str], env: dict[str, str], cwd: Path, log: Path) -> float:
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        done = subprocess.run(command, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise SystemExit(f"{command[:6]} ... failed with exit code {done.returncode}; see {log}")
+    return time.perf_counter() - start
+
+
+# ------------------------------------------------------------------------------------------------------- table
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def verdict(ours: Sequence[float], theirs: Sequence[float]) -> str:
+    """Within max(2 x FACIL's std, 1 point) of FACIL's mean, or not."""
+    (mine, _), (peer, spread) = mean_std(ours), mean_std(theirs)
+    tolerance = max(2 * spread, 1.0)
+    word = "within" if abs(mine - peer) <= tolerance else "NOT within"
+    return f"{word} (|diff| {abs(mine - peer):.1f} vs {tolerance:.1f})"
+
+
+def row(tool: str, name: str, found: list[tuple[float, float, float]]) -> str:
+    class_il, task_il, seconds = zip(*found, strict=True)
+    (c_mean, c_std), (t_mean, t_std) = mean_std(class_il), mean_std(task_il)
+    return (f"| {name} | {tool} | {c_mean:.1f} ({c_std:.1f}) | {t_mean:.1f} ({t_std:.1f}) | "
+            f"{statistics.median(seconds):.1f} |")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--facil", type=Path, required=True, help="a copy of mmasana/FACIL at e09d2c8 (patched)")
+    parser.add_argument("--facil-python", required=True, help="interpreter with torch, torchvision, numpy")
+    parser.add_argument("--mirror", type=Path, default=REPO.parent / "shared" / "data", help="folder with mnist/*.gz")
+    parser.add_argument("--methods", default="lucir", help=f"comma-separated, of {', '.join(METHODS)}")
+    parser.add_argument("--buffer", type=int, default=500, help="memory size in samples (FACIL's --num-exemplars)")
+    parser.add_argument("--epochs", type=int, default=200, help="at most this many epochs per task, in both tools")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--log-dir", type=Path, default=Path("side-by-side-facil"))
+    parser.add_argument("--only", choices=["facil", "clbench"], default=None)
+    parser.add_argument("--prepare-facil", action="store_true", help="gunzip MNIST into DIR and apply the patches")
+    args = parser.parse_args(argv)
+    args.facil, args.log_dir = args.facil.resolve(), args.log_dir.resolve()
+    unknown = [name for name in args.methods.split(",") if name not in METHODS]
+    if unknown:
+        parser.error(f"unknown method(s) {', '.join(unknown)}: choose among {', '.join(METHODS)}")
+    if args.prepare_facil:
+        prepare_facil(args.facil, args.mirror)
+    lines = ["| method | tool | class-IL (TAg) % | task-IL (TAw) % | seconds per run |", "|---|---|---|---|---|"]
+    verdicts = []
+    for name in args.methods.split(","):
+        method = METHODS[name]
+        found: dict[str, list[tuple[float, float, float]]] = {"FACIL": [], "clbench": []}
+        for seed in [int(s) for s in args.seeds.split(",")]:
+            for tool in ("FACIL", "clbench"):
+                if args.only not in (None, tool.lower()):
+                    continue
+                one = run_facil(args, method, seed) if tool == "FACIL" else run_clbench(args, name, method, seed)
+                found[tool].append(one)
+                print(f"{name} {tool} seed {seed}: class-IL {one[0]:.2f}, task-IL {one[1]:.2f}, {one[2]:.1f} s",
+                      flush=True)
+        lines += [row(tool, name, values) for tool, values in found.items() if values]
+        if all(found.values()):
+            verdicts.append(f"{name}, buffer {args.buffer}, {args.epochs} epochs at most: clbench's class-IL mean "
+                            f"{verdict([v[0] for v in found['clbench']], [v[0] for v in found['FACIL']])}")
+    print("\n".join(lines + [""] + verdicts))
+
+
+if __name__ == "__main__":
+    main()
