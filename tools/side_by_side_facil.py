@@ -15,7 +15,12 @@ its --last-layer-analysis, not used). `--prepare-facil` (idempotent) makes DIR r
   when a data set names no order (`src/datasets/memory_dataset.py` `get_data`);
 - patch 2, `src/networks/mlp.py` (new) and `src/networks/__init__.py`: `MLP`, 784-100-100 with ReLU and its head
   `fc` (FACIL's `head_var`), the body of clbench's seq-mnist spec (Mammoth's MNISTMLP); FACIL's own MNIST network is
-  a LeNet, which clbench does not have.
+  a LeNet, which clbench does not have;
+- patch 3, `src/datasets/exemplars_selection.py` `HerdingExemplarsSelector`: the loop over a class's samples that
+  finds the next exemplar (one `torch.norm` per sample and step, ~200 s a task on this CPU) as one vectorised norm
+  and argmin over the samples not chosen yet: the same distance, the same first minimum, the same exemplars;
+- patch 4, `src/approach/lucir.py` `criterion`: the margin ranking loss's target of ones shaped (N, 1) like its
+  inputs; torch >= 2 refuses FACIL's (N,) ("All input tensors should have same dimension"); the same values.
 
 The protocol (FACIL_COMMON and CLBENCH_COMMON, the same in both): MNIST in 5 tasks of 2 digits in order, 10% of
 each task's training set held out for validation, the MLP above, plain SGD (momentum 0, weight decay 0, FACIL's
@@ -126,6 +131,23 @@ PATCHES = [  # (file under DIR/src, text, its replacement): the two patches of t
     ("networks/__init__.py", "from .resnet32 import resnet32\n",
      "from .resnet32 import resnet32\nfrom .mlp import MLP\n"),
     ("networks/__init__.py", "['resnet32', 'LeNet', 'VggNet']", "['resnet32', 'LeNet', 'VggNet', 'MLP']"),
+    ("datasets/exemplars_selection.py",
+     """                for item in cls_ind:
+                    if item not in selected:
+                        feat = extracted_features[item]
+                        dist = torch.norm(cls_mu - feat / (k + 1) - sum_others)
+                        if dist < dist_min:
+                            dist_min = dist
+                            newone = item
+                            newonefeat = feat
+""",
+     """                candidates = [item for item in cls_ind if item not in selected]
+                dists = torch.norm(cls_mu - extracted_features[candidates] / (k + 1) - sum_others, dim=1)
+                newone = candidates[int(torch.argmin(dists))]
+                newonefeat = extracted_features[newone]
+"""),
+    ("approach/lucir.py", "torch.ones(hard_num * self.K).to(self.device))",
+     "torch.ones(hard_num * self.K, 1).to(self.device))"),
 ]
 
 

@@ -76,6 +76,14 @@ METHODS: dict[str, Method] = {
     "er": Method("er", lambda b: ["--buffer_size", str(b), "--minibatch_size", "10",
                                   "--lr", {200: "0.01", 500: "0.1", 5120: "0.1"}[b]],
                  _variant, "best_args.py seq-mnist er"),
+    # lucir: no best_args.py seq-mnist entry, models/config/lucir.yaml has seq-cifar100 only: one stated set used by
+    # both. models/lucir.py get_parser defaults: lamda_base 5, lamda_mr 1, k_mr 2, mr_margin 0.5, fitting_epochs 20,
+    # lr_finetune 0.01, imprint_weights 1 (utils/args.py: optim_wd 0, optim_mom 0); lr 0.1, icarl's best_args.py
+    # seq-mnist lr at buffers 200 and 500. The seq-mnist spec's lucir entry states the same values.
+    "lucir": Method("lucir", lambda b: ["--buffer_size", str(b), "--lr", "0.1", "--lamda_base", "5", "--lamda_mr", "1",
+                                        "--k_mr", "2", "--mr_margin", "0.5", "--fitting_epochs", "20",
+                                        "--lr_finetune", "0.01", "--imprint_weights", "1"],
+                    _variant, "models/lucir.py get_parser defaults; lr 0.1 (icarl's seq-mnist best_args)"),
 }
 
 

@@ -115,7 +115,7 @@ def test_the_loss_adds_the_less_forget_and_the_margin_ranking_terms(scenario: st
     features = approach.multihead.features(batch.inputs)
     cross_entropy = approach.scenario_cross_entropy(features, batch, 1)[0]
     # previous network = this one: no less-forget; the batch has only new classes: no ranking
-    assert float(approach.loss(batch, StepInfo(1, 0, 0, 1))) == pytest.approx(float(cross_entropy), rel=1e-6)
+    assert float(approach.loss(batch, StepInfo(1, 0, 0, 1)).detach()) == pytest.approx(float(cross_entropy), rel=1e-6)
     moved = {key: value + 0.3 * torch.randn_like(value) for key, value in approach.snapshot().items()}
     approach.load_extra_state({"previous_network": moved})  # the previous network's features now differ
     old = approach.previous.features(batch.inputs, 1)
