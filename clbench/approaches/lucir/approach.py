@@ -82,7 +82,10 @@ class LUCIR(ReplayApproach):
     """Cosine heads, less-forget constraint, margin ranking on the memory, herding exemplars.
 
     The peers' versions: FACIL (mmasana/FACIL@e09d2c8) `src/approach/lucir.py`, Mammoth (aimagelab/mammoth@e75a491)
-    `models/lucir.py`; the authors' code: hshustc/CVPR19_Incremental_Learning (not read here).
+    `models/lucir.py`; the authors' code: hshustc/CVPR19_Incremental_Learning@bd2bfa0
+    `utils_incremental/incremental_train_and_eval_MR_LF.py` (the loss: `CosineEmbeddingLoss` of the features times
+    lamda, the cross-entropy, `MarginRankingLoss(margin=dist)` of the old classes' samples over the top-K of the
+    new classes' scores before the scale, times lw_mr).
     """
 
     name = "lucir"
