@@ -14,8 +14,9 @@ its --last-layer-analysis, not used). `--prepare-facil` (idempotent) makes DIR r
   (0-1, 2-3, ...) as clbench's seq-mnist spec (`data.shuffle_tasks: false`); FACIL shuffles the classes by the seed
   when a data set names no order (`src/datasets/memory_dataset.py` `get_data`);
 - patch 2, `src/networks/mlp.py` (new) and `src/networks/__init__.py`: `MLP`, 784-100-100 with ReLU and its head
-  `fc` (FACIL's `head_var`), the body of clbench's seq-mnist spec (Mammoth's MNISTMLP); FACIL's own MNIST network is
-  a LeNet, which clbench does not have;
+  `fc` (FACIL's `head_var`), the body of clbench's seq-mnist spec (Mammoth's MNISTMLP) with clbench's initialisation
+  (Xavier-uniform weights, zero biases: the same network, not only the same shape); FACIL's own MNIST network is a
+  LeNet, which clbench does not have;
 - patch 3, `src/datasets/exemplars_selection.py` `HerdingExemplarsSelector`: the loop over a class's samples that
   finds the next exemplar (one `torch.norm` per sample and step, ~200 s a task on this CPU) as one vectorised norm
   and argmin over the samples not chosen yet: the same distance, the same first minimum, the same exemplars;
@@ -132,6 +133,10 @@ class MLPArch(nn.Module):
         self.body = nn.Sequential(nn.Flatten(), nn.Linear(784, 100), nn.ReLU(), nn.Linear(100, 100), nn.ReLU())
         self.fc = nn.Linear(100, num_classes)
         self.head_var = 'fc'
+        for module in self.modules():  # clbench's initialisation (clbench/nets/common.py reset_parameters)
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                nn.init.zeros_(module.bias)
 
     def forward(self, x):
         return self.fc(self.body(x))

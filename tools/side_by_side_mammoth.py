@@ -110,6 +110,16 @@ METHODS: dict[str, Method] = {
     # seq-mnist spec's bic section states.
     "bic": Method("bic", lambda b: ["--buffer_size", str(b), "--lr", "0.03"], _variant,
                   "best_args.py seq-cifar100 bic lr; models/bic.py defaults"),
+    # lucir: no best_args.py seq-mnist entry, models/config/lucir.yaml has seq-cifar100 only: one stated set used by
+    # both. models/lucir.py get_parser defaults: lamda_base 5, lamda_mr 1, k_mr 2, mr_margin 0.5, fitting_epochs 20,
+    # lr_finetune 0.01, imprint_weights 1 (utils/args.py: optim_wd 0, optim_mom 0); lr 0.1, icarl's best_args.py
+    # seq-mnist lr at buffers 200 and 500. The seq-mnist spec's lucir entry states the same values. On a machine
+    # without CUDA, run a copy of Mammoth whose models/lucir.py `fit_buffer` guards its unconditional
+    # `torch.cuda.synchronize()` with `if torch.cuda.is_available():` (it raises there otherwise).
+    "lucir": Method("lucir", lambda b: ["--buffer_size", str(b), "--lr", "0.1", "--lamda_base", "5", "--lamda_mr", "1",
+                                        "--k_mr", "2", "--mr_margin", "0.5", "--fitting_epochs", "20",
+                                        "--lr_finetune", "0.01", "--imprint_weights", "1"],
+                    _variant, "models/lucir.py get_parser defaults; lr 0.1 (icarl's seq-mnist best_args)"),
 }
 
 

@@ -27,6 +27,7 @@ BUILTINS: dict[str, str] = {
     "imm-mode": "clbench.approaches.imm:IMMMode",
     "joint": "clbench.approaches.joint:Joint",
     "lfl": "clbench.approaches.lfl:LFL",
+    "lucir": "clbench.approaches.lucir.approach:LUCIR",
     "lwf": "clbench.approaches.lwf:LwF",
     "mas": "clbench.approaches.importance.mas:MAS",
     "packnet": "clbench.approaches.packnet.approach:PackNet",

@@ -52,7 +52,8 @@ TRAIN_IMAGES = {"mlp": 160, "alexnet": 160, "resnet18": 160}
 RESNET18_GOLDEN_TRAINING = replace(TINY_TRAINING, max_epochs=1, lr=0.0005)
 # bases, masks, modules and columns of the MLP/AlexNet layers
 REFUSE_RESNET18 = ("adahat", "gpm", "hat", "packnet", "pathnet", "pnn", "supsup", "wsn")
-CLASS_SCENARIO_METHODS = ("agem", "bic", "derpp", "er", "er-ace", "icarl", "joint", "sgd", "supsup", "xder")
+CLASS_SCENARIO_METHODS = ("agem", "bic", "derpp", "er", "er-ace", "icarl", "joint", "lucir", "sgd", "supsup",
+                          "xder")
 
 
 def contract_spec(network: str, scenario: str = "task") -> BenchmarkSpec:

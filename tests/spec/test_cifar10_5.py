@@ -45,10 +45,19 @@ def test_the_data_network_and_protocol_are_seq_cifar10s() -> None:
 
 
 @pytest.mark.parametrize("buffer", sorted(BEST_ARGS))
+def test_lucir_resolves_to_mammoths_lucir_defaults_at_lr_0_1(buffer: int) -> None:
+    # no best_args entry: models/config/lucir.yaml (seq-cifar100) lr 0.1; models/lucir.py get_parser defaults
+    resolved = resolve(load_benchmark("cifar10-5", [f"variant=buffer-{buffer}"]), "lucir")
+    hyper = resolved.hyperparameters
+    assert (resolved.training.lr, hyper.buffer_size, hyper.clip_grad_norm) == (0.1, buffer, 0)
+    assert (hyper.finetune_epochs, hyper.finetune_lr, hyper.finetune_milestone, hyper.imprint) == (20, 0.01, 10, True)
+
+
+@pytest.mark.parametrize("buffer", sorted(BEST_ARGS))
 def test_every_approach_section_resolves_to_mammoths_best_args(buffer: int) -> None:
     spec = load_benchmark("cifar10-5", [f"variant=buffer-{buffer}"])
-    assert sorted(spec.approaches) == ["agem", "bic", "derpp", "er", "er-ace", "icarl", "joint", "random", "sgd",
-                                       "xder"]
+    assert sorted(spec.approaches) == ["agem", "bic", "derpp", "er", "er-ace", "icarl", "joint", "lucir", "random",
+                                       "sgd", "xder"]
     for method in ("sgd", "joint"):
         assert resolve(spec, method).training.lr == SGD_LR
     for method, (lr, minibatch, alpha, beta) in BEST_ARGS[buffer].items():
