@@ -248,8 +248,8 @@ def without_generated(text: str) -> str:
 
 
 def hand_written_pages() -> list[Path]:
-    """The pages under `docs/` that hold a generated section or value."""
-    return sorted(path for path in DOCS.glob("*.md")
+    """The pages under `docs/`, and the README, that hold a generated section or value."""
+    return sorted(path for path in [*DOCS.glob("*.md"), REPO / "README.md"]
                   if SECTION.search(text := path.read_text()) or INLINE.search(text))
 
 

@@ -233,23 +233,44 @@ def row_record(name: str, buffer: int, tool: str, found: list[tuple[float, float
             "seconds": f"{statistics.median(seconds):.1f}", "commit": commit}
 
 
+def pair_record(mammoth: dict[str, str], ours: dict[str, str]) -> dict[str, str]:
+    """One method at one buffer, both tools side by side, with the target's verdict from the per-seed class-IL."""
+    def seeds(row: dict[str, str]) -> list[float]:
+        return [float(value) for value in row["per_seed"].split(", ")]
+
+    word = verdict(seeds(ours), seeds(mammoth)).split(" (")[0]
+    return {"id": f"{ours['method']}-{ours['buffer']}", "method": ours["method"], "buffer": ours["buffer"],
+            "tool": "both", "mammoth_class_il": mammoth["class_il"], "clbench_class_il": ours["class_il"],
+            "mammoth_task_il": mammoth["task_il"], "clbench_task_il": ours["task_il"],
+            "mammoth_seconds": mammoth["seconds"], "clbench_seconds": ours["seconds"], "within": word}
+
+
 def write_results(path: Path, records: list[dict[str, str]], command: str) -> None:
-    """Insert or replace `records` (by id) in the results file at `path`; one table per method and one of all."""
+    """Insert or replace `records` (by id) in the results file at `path`; one table per method, one of all, and
+    `pairs` (each method and buffer with both tools in one row, re-derived from the tools' rows at every write)."""
     import yaml
 
     data = yaml.safe_load(path.read_text()) if path.exists() else {}
-    rows = {row["id"]: row for row in data.get("rows", [])}
+    rows = {row["id"]: row for row in data.get("rows", []) if row["tool"] != "both"}
     rows.update({record["id"]: record for record in records})
     ordered = sorted(rows.values(), key=lambda row: (row["method"], -int(row["buffer"]), row["tool"] != "Mammoth"))
+    pairs = [pair_record(rows[f"{row['method']}-{row['buffer']}-mammoth"], row) for row in ordered
+             if row["tool"] == "clbench" and f"{row['method']}-{row['buffer']}-mammoth" in rows]
     commands = list(dict.fromkeys([*data.get("measured", {}).get("commands", []), command]))
     columns = {"method": "`{method}`", "buffer": "{buffer}", "tool": "{tool}", "class-IL %": "{class_il}",
                "task-IL %": "{task_il}", "class-IL per seed": "{per_seed}", "seconds per run": "{seconds}",
                "at": "{commit}"}
-    tables = {"all": {"columns": columns}}
+    tables: dict[str, dict] = {"all": {"columns": columns, "rows": [row["id"] for row in ordered]}}
     for method in dict.fromkeys(row["method"] for row in ordered):
         tables[method] = {"columns": {key: value for key, value in columns.items() if key != "method"},
                           "rows": [row["id"] for row in ordered if row["method"] == method]}
-    body = {"measured": {"commit": "per row (`at`)", "commands": commands}, "rows": ordered, "tables": tables}
+    tables["pairs"] = {"columns": {
+        "method": "`{method}`", "buffer": "{buffer}", "class-IL % Mammoth": "{mammoth_class_il}",
+        "class-IL % clbench": "{clbench_class_il}", "task-IL % Mammoth": "{mammoth_task_il}",
+        "task-IL % clbench": "{clbench_task_il}", "s/run Mammoth": "{mammoth_seconds}",
+        "s/run clbench": "{clbench_seconds}", "class-IL target": "{within}"},
+        "rows": [pair["id"] for pair in pairs]}
+    body = {"measured": {"commit": "per row (`at`)", "commands": commands}, "rows": ordered + pairs, "tables": tables}
     text = RESULTS_HEADER + yaml.safe_dump(body, sort_keys=False, width=120, allow_unicode=True)
     partial = path.with_suffix(".partial")
     partial.write_text(text)

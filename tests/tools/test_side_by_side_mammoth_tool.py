@@ -35,7 +35,7 @@ def test_rows_are_replaced_by_id_and_each_method_gets_its_table(tmp_path) -> Non
     tool.write_results(path, again, "command two")
     data = yaml.safe_load(path.read_text())
     rows = {row["id"]: row for row in data["rows"]}
-    assert sorted(rows) == ["bic-200-mammoth", "er-ace-500-clbench", "er-ace-500-mammoth"]
+    assert sorted(rows) == ["bic-200-mammoth", "er-ace-500", "er-ace-500-clbench", "er-ace-500-mammoth"]  # + a pair
     assert rows["er-ace-500-clbench"]["class_il"] == "80.0 (0.0)" and rows["er-ace-500-clbench"]["commit"] == "c2"
     assert rows["er-ace-500-mammoth"]["commit"] == "c1"  # untouched by the second run
     assert data["measured"]["commands"] == ["command one", "command two"]
@@ -62,3 +62,21 @@ def test_a_saved_output_is_read_back_seed_by_seed(tmp_path) -> None:
     rows = {row["id"]: row for row in yaml.safe_load(results.read_text())["rows"]}
     assert rows["er-ace-200-mammoth"]["per_seed"] == "90.14, 89.21"  # in seed order
     assert rows["er-ace-200-mammoth"]["seeds"] == "0,1" and rows["er-ace-200-clbench"]["commit"] == "c3"
+
+
+def test_pairs_put_both_tools_in_one_row_with_the_verdict_from_the_seeds(tmp_path) -> None:
+    tool = load_tool("side_by_side_mammoth")
+    path = tmp_path / "r.yaml"
+    mammoth = tool.row_record("bic", 500, "Mammoth", [(85.0, 98.0, 30.0), (87.0, 99.0, 40.0)], "0,1", "c")
+    ours = tool.row_record("bic", 500, "clbench", [(88.0, 99.0, 9.0), (88.0, 99.2, 11.0)], "0,1", "c")
+    lone = tool.row_record("gdumb", 200, "clbench", [(70.0, 97.0, 9.0)], "0", "c")  # no Mammoth row: no pair
+    tool.write_results(path, [mammoth, ours, lone], "command")
+    tool.write_results(path, [], "command")  # a second write keeps one pair, re-derived
+    data = yaml.safe_load(path.read_text())
+    pairs = [row for row in data["rows"] if row["tool"] == "both"]
+    assert [pair["id"] for pair in pairs] == ["bic-500"] and data["tables"]["pairs"]["rows"] == ["bic-500"]
+    # Mammoth 86.0 (std 1.41): target max(2.83, 1); clbench 88.0: |diff| 2.0 -> within
+    assert pairs[0]["within"] == "within"
+    assert (pairs[0]["mammoth_class_il"], pairs[0]["clbench_class_il"]) == ("86.0 (1.4)", "88.0 (0.0)")
+    assert (pairs[0]["mammoth_seconds"], pairs[0]["clbench_seconds"]) == ("35.0", "10.0")
+    assert "bic-500" not in data["tables"]["bic"]["rows"]
