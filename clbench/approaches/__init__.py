@@ -18,6 +18,7 @@ BUILTINS: dict[str, str] = {
     "derpp": "clbench.approaches.replay.derpp:DERPlusPlus",
     "er": "clbench.approaches.replay.er:ExperienceReplay",
     "ewc": "clbench.approaches.ewc:EWC",
+    "gdumb": "clbench.approaches.replay.gdumb:GDumb",
     "gpm": "clbench.approaches.gpm.approach:GPM",
     "hat": "clbench.approaches.hat.approach:Hat",
     "icarl": "clbench.approaches.replay.icarl:ICaRL",
