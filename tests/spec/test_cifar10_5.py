@@ -46,7 +46,7 @@ def test_the_data_network_and_protocol_are_seq_cifar10s() -> None:
 @pytest.mark.parametrize("buffer", sorted(BEST_ARGS))
 def test_every_approach_section_resolves_to_mammoths_best_args(buffer: int) -> None:
     spec = load_benchmark("cifar10-5", [f"variant=buffer-{buffer}"])
-    assert sorted(spec.approaches) == ["agem", "derpp", "er", "icarl", "joint", "random", "sgd"]
+    assert sorted(spec.approaches) == ["agem", "derpp", "er", "gdumb", "icarl", "joint", "random", "sgd"]
     for method in ("sgd", "joint"):
         assert resolve(spec, method).training.lr == SGD_LR
     for method, (lr, minibatch, alpha, beta) in BEST_ARGS[buffer].items():
@@ -59,6 +59,26 @@ def test_every_approach_section_resolves_to_mammoths_best_args(buffer: int) -> N
             assert hyper.replay_batch_size == minibatch, method
         if alpha is not None:
             assert (hyper.alpha, hyper.beta) == (alpha, beta)
+
+
+@pytest.mark.parametrize("buffer", sorted(BEST_ARGS))
+def test_gdumb_has_the_authors_cifar10_protocol(buffer: int) -> None:
+    """drimpossible/GDumb scripts/replicate.sh (CIFAR10: 256 passes, cutmix) and src/opts.py's defaults."""
+    hyper = resolve(load_benchmark("cifar10-5", [f"variant=buffer-{buffer}"]), "gdumb").hyperparameters
+    assert hyper.buffer_size == buffer and hyper.fitting_epochs == 256
+    assert (hyper.cutmix_alpha, hyper.cutmix_prob, hyper.replay_batch_size) == (1.0, 0.5, 16)
+    assert (hyper.maxlr, hyper.minlr, hyper.momentum, hyper.weight_decay, hyper.clip_grad_norm) == (
+        0.05, 0.0005, 0.9, 1e-6, 10.0)
+
+
+def test_gdumb_runs_the_protocol_on_synthetic_cifar_images(tmp_path: Path) -> None:
+    spec = load_benchmark("cifar10-5", ["network.nf=4", "training.max_epochs=1", "approaches.gdumb.fitting_epochs=1",
+                                        "approaches.gdumb.buffer_size=20"])
+    [plan] = plan_runs(spec, ["gdumb"], [0], tmp_path)
+    outcome = execute(plan, device=torch.device("cpu"), loader=synthetic_loader(n_train=100, n_test=20))
+    frame = pd.DataFrame(outcome.rows)
+    assert set(frame["evaluation"]) == {"task-aware", "task-agnostic"} and frame["accuracy"].notna().all()
+    assert set(frame.loc[frame["stage"] >= 1, "memory_samples"]) == {20}
 
 
 def test_the_parameter_table_leaves_out_the_approaches_that_refuse_resnet18() -> None:

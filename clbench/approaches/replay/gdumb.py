@@ -156,6 +156,12 @@ class GDumb(ReplayApproach):
     summary = "greedy class-balanced memory, a network trained from scratch on it (Prabhu et al. 2020)"
     hyperparameters_class = GDumbHyperparameters
     hparams: GDumbHyperparameters
+    # Mammoth lists GDumb for class-il and task-il only (aimagelab/mammoth@e75a491 models/gdumb.py line 62); with one
+    # shared head every task has the same classes, so once the memory is full and balanced no later task's sample is
+    # ever stored (its class is never below the largest) and the fit never sees a task after the first ones.
+    refuses_domain = ("GDumb's memory balances classes, and in the domain scenario every task has the same classes: "
+                      "once the memory is full no later task's sample would be stored (Mammoth models/gdumb.py "
+                      "COMPATIBILITY: class-il, task-il); use er or derpp")
 
     @classmethod
     def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
