@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 import torch
 from golden_runs import GOLDEN_COMPARISONS, compare_with_golden, golden_record, load_golden, recording, store_golden
-from synthetic import TINY_TRAINING, synthetic_loader, tiny_resnet_spec, tiny_spec
+from synthetic import SHORT_SETTINGS, TINY_TRAINING, synthetic_loader, tiny_resnet_spec, tiny_spec
 
 from clbench.approaches.registry import REGISTRY
 from clbench.errors import SpecError
@@ -64,15 +64,10 @@ def contract_spec(network: str, scenario: str = "task") -> BenchmarkSpec:
     return replace(spec, network=replace(spec.network, conv_dropout=(0.0, 0.0, 0.0), fc_dropout=0.0))
 
 
-# Settings of methods whose defaults cost far more than a tiny run: GDumb's fit from scratch after every task is 256
-# passes over its memory by default (Mammoth's fitting_epochs), minutes for the conv bodies on this CPU.
-CONTRACT_SETTINGS: dict[str, dict[str, object]] = {"gdumb": {"fitting_epochs": 3}}
-
-
 def contract_run(method: str, network: str, scenario: str, tmp_path: Path) -> RunOutcome:
     spec = contract_spec(network, scenario)
-    if method in CONTRACT_SETTINGS:
-        spec = replace(spec, approaches={method: CONTRACT_SETTINGS[method]})
+    if method in SHORT_SETTINGS:
+        spec = replace(spec, approaches={method: SHORT_SETTINGS[method]})
     [plan] = plan_runs(spec, [method], [0], tmp_path)
     loader = synthetic_loader(n_train=TRAIN_IMAGES[network], n_test=60)
     return execute(plan, device=torch.device("cpu"), loader=loader)

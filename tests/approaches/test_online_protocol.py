@@ -399,7 +399,7 @@ def test_seq_mnist_is_mammoth_s_protocol_and_every_section_resolves() -> None:
     spec = load_benchmark("seq-mnist")
     assert (spec.data.validation_fraction, spec.data.scenario, spec.data.shuffle_tasks) == (0.0, "class", False)
     assert spec.network.hidden == (100, 100)
-    assert set(spec.approaches) == {"sgd", "joint", "random", "er", "agem", "derpp", "icarl"}
+    assert set(spec.approaches) == {"sgd", "joint", "random", "er", "agem", "derpp", "icarl", "gdumb"}
     for method in spec.approaches:
         resolved = resolve(spec, method)
         training = resolved.training
@@ -408,6 +408,13 @@ def test_seq_mnist_is_mammoth_s_protocol_and_every_section_resolves() -> None:
         if method != "random":
             assert resolved.hyperparameters.clip_grad_norm == 0.0, method
     assert resolve(spec, "icarl").hyperparameters.loss == "paper"
+    gdumb = resolve(spec, "gdumb").hyperparameters  # Mammoth models/gdumb.py get_parser's defaults, batch 10
+    assert (gdumb.buffer_size, gdumb.replay_batch_size, gdumb.fitting_epochs, gdumb.maxlr, gdumb.minlr) == (
+        500, 10, 256, 0.05, 0.0005)
+    assert (gdumb.cutmix_alpha, gdumb.cutmix_prob, gdumb.momentum, gdumb.weight_decay) == (1.0, 0.5, 0.0, 0.0)
+    for variant, buffer in (("buffer-200", 200), ("buffer-5120", 5120)):
+        variant_spec = load_benchmark("seq-mnist", [f"variant={variant}"])
+        assert resolve(variant_spec, "gdumb").hyperparameters.buffer_size == buffer
 
 
 @pytest.mark.parametrize(("variant", "expected"), [
