@@ -194,7 +194,8 @@ class GDumb(ReplayApproach):
         if sources == list(range(len(self.buffer))):
             return  # nothing stored
         order = torch.tensor(sources, dtype=torch.long, device=self.device)
-        images = torch.cat([stored.images.to(self.device), batch.images.to(self.device)]).index_select(0, order)
+        kept_images = stored.images if len(self.buffer) else batch.images[:0]  # (0,) while nothing is stored
+        images = torch.cat([kept_images.to(self.device), batch.images.to(self.device)]).index_select(0, order)
         labels = torch.cat([stored.labels, batch.targets.to(self.device)]).index_select(0, order)
         tasks = torch.cat([stored.task_ids, task_ids.to(self.device)]).index_select(0, order)
         self.buffer.set_contents(images, labels, tasks)
