@@ -55,6 +55,10 @@ class SyntheticLoader:
 
 
 TINY_TRAINING = TrainingSpec(lr=0.05, patience=2, max_epochs=4, batch_size=32, eval_batch_size=256)
+# Settings of the approaches whose defaults cost far more than a tiny run, for the tests parametrised over every
+# approach: GDumb's fit from scratch after each task is 256 passes over its memory by default (Mammoth's
+# fitting_epochs), minutes on this CPU for the conv bodies.
+SHORT_SETTINGS: dict[str, dict[str, object]] = {"gdumb": {"fitting_epochs": 3}}
 
 
 def tiny_spec(network: str = "mlp", kind: str = "split", n_tasks: int = 3,

@@ -120,6 +120,12 @@ METHODS: dict[str, Method] = {
                                         "--k_mr", "2", "--mr_margin", "0.5", "--fitting_epochs", "20",
                                         "--lr_finetune", "0.01", "--imprint_weights", "1"],
                     _variant, "models/lucir.py get_parser defaults; lr 0.1 (icarl's seq-mnist best_args)"),
+    # GDumb: no seq-mnist entry in best_args.py, models/config/gdumb.yaml has seq-cifar10 only (lr 0), so one stated
+    # set, the same in both tools: models/gdumb.py get_parser's defaults (maxlr 0.05, minlr 0.0005, fitting_epochs
+    # 256, cutmix_alpha 1.0; lr 0, n_epochs 1) and utils/args.py's optim_mom 0, optim_wd 0; the fit's batch is
+    # --batch_size 10. The seq-mnist spec states the same values (its gdumb entry), so clbench needs no --set.
+    "gdumb": Method("gdumb", lambda b: ["--buffer_size", str(b), "--minibatch_size", "10"], _variant,
+                    "models/gdumb.py get_parser defaults"),
 }
 
 

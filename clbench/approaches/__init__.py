@@ -20,6 +20,7 @@ BUILTINS: dict[str, str] = {
     "er": "clbench.approaches.replay.er:ExperienceReplay",
     "er-ace": "clbench.approaches.replay.er_ace:ERACE",
     "ewc": "clbench.approaches.ewc:EWC",
+    "gdumb": "clbench.approaches.replay.gdumb:GDumb",
     "gpm": "clbench.approaches.gpm.approach:GPM",
     "hat": "clbench.approaches.hat.approach:Hat",
     "icarl": "clbench.approaches.replay.icarl:ICaRL",

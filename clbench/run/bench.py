@@ -54,7 +54,8 @@ EPOCH_MODES = ("auto", "measure", "extrapolate")
 
 
 class NothingToTime(ClbenchError):
-    """The approach trains nothing (e.g. `random`), so it has no step to time."""
+    """The approach trains nothing (e.g. `random`) or not in epochs of the loop (`gdumb`), so it has no step to
+    time."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,8 @@ def time_training_step(approach: TimedLoop, tasks: TaskSequence, batches: int,
         approach.learn_task(learned, sequence)
     timed = [epoch for epoch in approach.timed_epochs if epoch.stage == stage][1:]
     if not timed:
-        raise RuntimeError(f"{approach.name}: no training epoch after the warm-up at stage {stage}")
+        # e.g. gdumb: one pass over the stream without a gradient step, its training a fit after the task
+        raise NothingToTime(f"{approach.name}: no training epoch after the warm-up at stage {stage}: nothing to time")
     return statistics.median(epoch.seconds / epoch.size for epoch in timed), stage, sequence
 
 

@@ -399,7 +399,8 @@ def test_seq_mnist_is_mammoth_s_protocol_and_every_section_resolves() -> None:
     spec = load_benchmark("seq-mnist")
     assert (spec.data.validation_fraction, spec.data.scenario, spec.data.shuffle_tasks) == (0.0, "class", False)
     assert spec.network.hidden == (100, 100)
-    assert set(spec.approaches) == {"sgd", "joint", "random", "er", "agem", "derpp", "icarl", "er-ace", "xder", "bic"}
+    assert set(spec.approaches) == {"sgd", "joint", "random", "er", "agem", "derpp", "icarl", "er-ace", "xder", "bic",
+                                    "gdumb", "lucir"}
     for method in spec.approaches:
         resolved = resolve(spec, method)
         training = resolved.training
@@ -412,6 +413,13 @@ def test_seq_mnist_is_mammoth_s_protocol_and_every_section_resolves() -> None:
     bic = resolve(spec, "bic").hyperparameters  # Mammoth models/bic.py's bias fit: 250 epochs of Adam at 0.001
     assert (bic.bias_epochs, bic.bias_optimizer, bic.bias_lr, bic.beta_l2, bic.temperature) == (250, "adam", 0.001,
                                                                                                 0.0, 2.0)
+    gdumb = resolve(spec, "gdumb").hyperparameters  # Mammoth models/gdumb.py get_parser's defaults, batch 10
+    assert (gdumb.buffer_size, gdumb.replay_batch_size, gdumb.fitting_epochs, gdumb.maxlr, gdumb.minlr) == (
+        500, 10, 256, 0.05, 0.0005)
+    assert (gdumb.cutmix_alpha, gdumb.cutmix_prob, gdumb.momentum, gdumb.weight_decay) == (1.0, 0.5, 0.0, 0.0)
+    for variant, buffer in (("buffer-200", 200), ("buffer-5120", 5120)):
+        variant_spec = load_benchmark("seq-mnist", [f"variant={variant}"])
+        assert resolve(variant_spec, "gdumb").hyperparameters.buffer_size == buffer
 
 
 @pytest.mark.parametrize(("variant", "expected"), [

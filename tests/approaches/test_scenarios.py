@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 from stopping import Stop, StopInTask2, same_numbers
-from synthetic import TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
+from synthetic import SHORT_SETTINGS, TINY_TRAINING, make_approach, synthetic_loader, tiny_spec, tiny_tasks
 from torch.nn import functional
 
 from clbench.approaches.datatypes import StepInfo
@@ -32,7 +32,10 @@ FAST = dataclasses.replace(TINY_TRAINING, max_epochs=2)
 
 
 def run(results: Path, method: str, scenario: str, observer=None):  # type: ignore[no-untyped-def]
-    [plan] = plan_runs(tiny_spec("mlp", training=FAST, scenario=scenario), [method], [0], results)
+    spec = tiny_spec("mlp", training=FAST, scenario=scenario)
+    if method in SHORT_SETTINGS:
+        spec = dataclasses.replace(spec, approaches={method: SHORT_SETTINGS[method]})
+    [plan] = plan_runs(spec, [method], [0], results)
     return execute(plan, device=CPU, loader=synthetic_loader(n_train=160, n_test=60), observer=observer)
 
 

@@ -23,8 +23,9 @@ NEED_TASK_ID = {"adahat", "hat", "packnet", "pathnet", "pnn", "wsn"}  # refused 
 # The shipped matrix's refusals, by hand: benchmark -> {approach: the spec key that refuses it}.
 REFUSED = {
     "cifar10-5": dict.fromkeys(RESNET18, "network.kind"),
-    # supsup, er-ace, xder, bic, lucir: `refuses_domain`
-    "rot-mnist": dict.fromkeys(NEED_TASK_ID | {"bic", "icarl", "lucir", "supsup", "er-ace", "xder"}, "data.scenario"),
+    # supsup, er-ace, xder, bic, lucir, gdumb: `refuses_domain`
+    "rot-mnist": dict.fromkeys(NEED_TASK_ID | {"bic", "gdumb", "icarl", "lucir", "supsup", "er-ace", "xder"},
+                               "data.scenario"),
     **{name: dict.fromkeys(MLP_ONLY, "network.kind") for name in ("mixture8", "cifar-incremental", "cifar100-10")},
     "seq-mnist": {"pathnet": "training",  # no validation split for its tournament
                   "gpm": "data.scenario"},  # the class scenario (`refuses_class`)
@@ -52,12 +53,12 @@ def test_list_shows_every_refusal_and_exits_0() -> None:
     code, output = invoke_fresh("list", "-b", "seq-mnist", "-b", "rot-mnist")
     assert code == 0, output  # before: pathnet's protocol refusal ended `list` with exit 2
     pathnet = output[output.rindex("│ pathnet"):].split("│")[1:4]  # the parameter table is the last one
-    assert [cell.strip() for cell in pathnet] == ["pathnet", "refused (2)", "refused (10)"]
+    assert [cell.strip() for cell in pathnet] == ["pathnet", "refused (2)", "refused (11)"]
     hat = output[output.rindex("│ hat"):].split("│")[1:4]
-    assert hat[1].strip().replace(",", "").isdigit() and hat[2].strip() == "refused (6)"  # counted on seq-mnist
+    assert hat[1].strip().replace(",", "").isdigit() and hat[2].strip() == "refused (7)"  # counted on seq-mnist
     for number, (benchmark, name) in enumerate([("seq-mnist", "gpm"), ("seq-mnist", "pathnet"), ("rot-mnist", "adahat"),
-                                                ("rot-mnist", "bic"), ("rot-mnist", "er-ace"), ("rot-mnist", "hat"),
-                                                ("rot-mnist", "icarl"), ("rot-mnist", "lucir"),
+                                                ("rot-mnist", "bic"), ("rot-mnist", "er-ace"), ("rot-mnist", "gdumb"),
+                                                ("rot-mnist", "hat"), ("rot-mnist", "icarl"), ("rot-mnist", "lucir"),
                                                 ("rot-mnist", "packnet"), ("rot-mnist", "pathnet"),
                                                 ("rot-mnist", "pnn")], 1):
         assert f"({number}) refused: {refusal(load_benchmark(benchmark), name).reason}" in output

@@ -56,8 +56,8 @@ def test_lucir_resolves_to_mammoths_lucir_defaults_at_lr_0_1(buffer: int) -> Non
 @pytest.mark.parametrize("buffer", sorted(BEST_ARGS))
 def test_every_approach_section_resolves_to_mammoths_best_args(buffer: int) -> None:
     spec = load_benchmark("cifar10-5", [f"variant=buffer-{buffer}"])
-    assert sorted(spec.approaches) == ["agem", "bic", "derpp", "er", "er-ace", "icarl", "joint", "lucir", "random",
-                                       "sgd", "xder"]
+    assert sorted(spec.approaches) == ["agem", "bic", "derpp", "er", "er-ace", "gdumb", "icarl", "joint", "lucir",
+                                       "random", "sgd", "xder"]
     for method in ("sgd", "joint"):
         assert resolve(spec, method).training.lr == SGD_LR
     for method, (lr, minibatch, alpha, beta) in BEST_ARGS[buffer].items():
@@ -81,6 +81,26 @@ def test_er_ace_resolves_to_mammoths_er_ace_config(buffer: int) -> None:
     assert (resolved.training.lr, resolved.training.batch_size, resolved.training.max_epochs) == (0.1, 32, 50)
     assert (hyper.buffer_size, hyper.replay_batch_size, hyper.clip_grad_norm) == (buffer, 32, 0)
     assert hyper.task_free and hyper.cosine_classifier and hyper.cosine_scale == 10
+
+
+@pytest.mark.parametrize("buffer", sorted(BEST_ARGS))
+def test_gdumb_has_the_authors_cifar10_protocol(buffer: int) -> None:
+    """drimpossible/GDumb scripts/replicate.sh (CIFAR10: 256 passes, cutmix) and src/opts.py's defaults."""
+    hyper = resolve(load_benchmark("cifar10-5", [f"variant=buffer-{buffer}"]), "gdumb").hyperparameters
+    assert hyper.buffer_size == buffer and hyper.fitting_epochs == 256
+    assert (hyper.cutmix_alpha, hyper.cutmix_prob, hyper.replay_batch_size) == (1.0, 0.5, 16)
+    assert (hyper.maxlr, hyper.minlr, hyper.momentum, hyper.weight_decay, hyper.clip_grad_norm) == (
+        0.05, 0.0005, 0.9, 1e-6, 10.0)
+
+
+def test_gdumb_runs_the_protocol_on_synthetic_cifar_images(tmp_path: Path) -> None:
+    spec = load_benchmark("cifar10-5", ["network.nf=4", "training.max_epochs=1", "approaches.gdumb.fitting_epochs=1",
+                                        "approaches.gdumb.buffer_size=20"])
+    [plan] = plan_runs(spec, ["gdumb"], [0], tmp_path)
+    outcome = execute(plan, device=torch.device("cpu"), loader=synthetic_loader(n_train=100, n_test=20))
+    frame = pd.DataFrame(outcome.rows)
+    assert set(frame["evaluation"]) == {"task-aware", "task-agnostic"} and frame["accuracy"].notna().all()
+    assert set(frame.loc[frame["stage"] >= 1, "memory_samples"]) == {20}
 
 
 def test_the_parameter_table_leaves_out_the_approaches_that_refuse_resnet18() -> None:
