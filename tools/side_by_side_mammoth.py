@@ -251,7 +251,7 @@ def pair_record(mammoth: dict[str, str], ours: dict[str, str]) -> dict[str, str]
             "mammoth_seconds": mammoth["seconds"], "clbench_seconds": ours["seconds"], "within": word}
 
 
-def write_results(path: Path, records: list[dict[str, str]], command: str) -> None:
+def write_results(path: Path, records: list[dict[str, str]], command: str | None) -> None:
     """Insert or replace `records` (by id) in the results file at `path`; one table per method, one of all, and
     `pairs` (each method and buffer with both tools in one row, re-derived from the tools' rows at every write)."""
     import yaml
@@ -262,7 +262,7 @@ def write_results(path: Path, records: list[dict[str, str]], command: str) -> No
     ordered = sorted(rows.values(), key=lambda row: (row["method"], -int(row["buffer"]), row["tool"] != "Mammoth"))
     pairs = [pair_record(rows[f"{row['method']}-{row['buffer']}-mammoth"], row) for row in ordered
              if row["tool"] == "clbench" and f"{row['method']}-{row['buffer']}-mammoth" in rows]
-    commands = list(dict.fromkeys([*data.get("measured", {}).get("commands", []), command]))
+    commands = list(dict.fromkeys([*data.get("measured", {}).get("commands", []), *([command] if command else [])]))
     columns = {"method": "`{method}`", "buffer": "{buffer}", "tool": "{tool}", "class-IL %": "{class_il}",
                "task-IL %": "{task_il}", "class-IL per seed": "{per_seed}", "seconds per run": "{seconds}",
                "at": "{commit}"}
@@ -281,6 +281,18 @@ def write_results(path: Path, records: list[dict[str, str]], command: str) -> No
     partial = path.with_suffix(".partial")
     partial.write_text(text)
     partial.replace(path)
+
+
+def retime(path: Path, records: list[dict[str, str]]) -> None:
+    """Replace the seconds of the rows of `path` that `records` re-timed (same id), noting the seeds and commit."""
+    import yaml
+
+    rows = {row["id"]: row for row in yaml.safe_load(path.read_text())["rows"]}
+    missing = sorted(record["id"] for record in records if record["id"] not in rows)
+    if missing:
+        raise SystemExit(f"--seconds-only: no rows {', '.join(missing)} in {path}; run the full comparison first")
+    write_results(path, [rows[record["id"]] | {"seconds": f"{record['seconds']} (seed {record['seeds']} at "
+                                                          f"{record['commit']}, idle)"} for record in records], None)
 
 
 SEED_LINE = re.compile(r"^(\S+) (Mammoth|clbench) seed (\d+): class-IL ([0-9.]+), task-IL ([0-9.]+), ([0-9.]+) s$")
@@ -333,7 +345,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--from-output", type=Path, default=None,
                         help="run nothing: read the per-seed lines of an earlier run's saved output (with --at)")
     parser.add_argument("--at", default=None, help="with --from-output: the commit that run measured")
+    parser.add_argument("--seconds-only", action="store_true",
+                        help="with --results-file: replace only the seconds of the rows already there (a timing pass "
+                             "on an idle machine); their accuracies stay those of their full runs")
     args = parser.parse_args(argv)
+    if args.seconds_only and args.results_file is None:
+        parser.error("--seconds-only needs --results-file")
     if args.from_output is not None:
         if args.results_file is None or args.at is None:
             parser.error("--from-output needs --results-file and --at COMMIT (the commit the output was measured at)")
@@ -369,7 +386,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         command = (f"OMP_NUM_THREADS=1 python tools/side_by_side_mammoth.py --mammoth PATH/mammoth --mammoth-python "
                    f"PYTHON --methods METHOD --buffer {args.buffer} --seeds {args.seeds} --mirror ../shared/data "
                    f"--results-file {args.results_file}")
-        write_results(args.results_file, records, command)
+        if args.seconds_only:
+            retime(args.results_file, records)
+        else:
+            write_results(args.results_file, records, command)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 from toolloader import load_tool
 
@@ -80,3 +81,21 @@ def test_pairs_put_both_tools_in_one_row_with_the_verdict_from_the_seeds(tmp_pat
     assert (pairs[0]["mammoth_class_il"], pairs[0]["clbench_class_il"]) == ("86.0 (1.4)", "88.0 (0.0)")
     assert (pairs[0]["mammoth_seconds"], pairs[0]["clbench_seconds"]) == ("35.0", "10.0")
     assert "bic-500" not in data["tables"]["bic"]["rows"]
+
+
+def test_a_timing_pass_replaces_only_the_seconds_of_existing_rows(tmp_path) -> None:
+    tool = load_tool("side_by_side_mammoth")
+    path = tmp_path / "r.yaml"
+    full = [tool.row_record("bic", 500, name, [(85.0, 98.0, 300.0), (87.0, 99.0, 400.0)], "0,1", "c1")
+            for name in ("Mammoth", "clbench")]
+    tool.write_results(path, full, "command")
+    quick = [tool.row_record("bic", 500, "Mammoth", [(10.0, 10.0, 25.0)], "0", "c2")]  # one seed, idle machine
+    tool.retime(path, quick)
+    rows = {row["id"]: row for row in yaml.safe_load(path.read_text())["rows"]}
+    assert rows["bic-500-mammoth"]["seconds"] == "25.0 (seed 0 at c2, idle)"
+    assert rows["bic-500-mammoth"]["class_il"] == "86.0 (1.4)"  # the full run's, not the timing pass's 10.0
+    assert rows["bic-500-clbench"]["seconds"] == "350.0"
+    assert rows["bic-500"]["mammoth_seconds"] == "25.0 (seed 0 at c2, idle)"  # the pair follows
+    assert yaml.safe_load(path.read_text())["measured"]["commands"] == ["command"]
+    with pytest.raises(SystemExit, match="no rows gdumb-200-clbench"):
+        tool.retime(path, [tool.row_record("gdumb", 200, "clbench", [(1.0, 1.0, 1.0)], "0", "c2")])
