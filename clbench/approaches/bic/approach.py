@@ -191,13 +191,6 @@ class BiC(ReplayApproach):
             self.fit_bias_layer(stage)
         self.select_exemplars(stage, tasks[stage].train)
 
-    def features_of(self, data: LabelledData) -> torch.Tensor:
-        """The body's features of `data` in eval mode, without autograd: (N, F)."""
-        self.network.eval()
-        with torch.inference_mode():
-            return torch.cat([self.multihead.features(data.batch(chunk).inputs)
-                              for chunk in data.batches(self.training_protocol.eval_batch_size)])
-
     def fit_bias_layer(self, stage: int) -> None:
         """Task `stage`'s (alpha, beta) fitted on the held-out samples, the network frozen (FACIL stage 2)."""
         stored = self.held_out.contents()

@@ -186,36 +186,12 @@ class LUCIR(ReplayApproach):
         self.previous.remember(self.network)
 
     # ------------------------------------------------------------------ exemplars
-    def features_of(self, data: LabelledData) -> torch.Tensor:
-        """The body's features of `data` in eval mode, without autograd: (N, F)."""
-        self.network.eval()
-        with torch.no_grad():
-            return torch.cat([self.multihead.features(data.batch(chunk).inputs)
-                              for chunk in data.batches(self.training_protocol.eval_batch_size)])
-
     def select_exemplars(self, stage: int, train: LabelledData) -> None:
         """buffer_size // (classes seen) per class: the head of each earlier class's order, herding for new ones."""
         offsets, sizes = self.context.class_offsets, self.context.head_sizes
         per_class = self.hparams.buffer_size // (offsets[stage] + sizes[stage])
-        images: list[torch.Tensor] = []  # earlier classes first, then the new ones
-        labels: list[torch.Tensor] = []
-        task_ids: list[torch.Tensor] = []
-        if len(self.buffer) and offsets[stage]:
-            stored = self.buffer.contents()
-            global_labels = stored.labels + self.offsets.index_select(0, stored.task_ids)
-            index = torch.cat([torch.nonzero(global_labels == label).squeeze(1)[:per_class]
-                               for label in range(offsets[stage])])
-            images.append(stored.images.index_select(0, index))
-            labels.append(stored.labels.index_select(0, index))
-            task_ids.append(stored.task_ids.index_select(0, index))
         features = self.features_of(train)
-        for label in range(sizes[stage]):
-            members = torch.nonzero(train.labels == label).squeeze(1)
-            order = members[herding_order(features[members], per_class).to(members.device)]
-            images.append(train.images.index_select(0, order))
-            labels.append(train.labels.index_select(0, order))
-            task_ids.append(torch.full_like(order, stage))
-        self.buffer.set_contents(torch.cat(images), torch.cat(labels), torch.cat(task_ids))
+        self.keep_exemplars(stage, per_class, train, lambda members: herding_order(features[members], per_class))
 
     def finetune(self, stage: int) -> None:
         """Class-balanced finetuning: `finetune_epochs` shuffled passes over the memory training the task's head and

@@ -17,6 +17,7 @@ every step: the same values the transform gives.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +97,38 @@ class ReplayApproach(Approach):
         inputs = batch.inputs if self.augment_generator is None else None
         self.buffer.add_reservoir(batch.images, batch.targets, self.task_ids(batch), self.replay_generator, logits,
                                   inputs)
+
+    def features_of(self, data: LabelledData) -> torch.Tensor:
+        """The body's features of `data` in eval mode, without autograd: (N, F) (for herding and class means)."""
+        self.network.eval()
+        with torch.inference_mode():
+            return torch.cat([self.multihead.features(data.batch(chunk).inputs)
+                              for chunk in data.batches(self.training_protocol.eval_batch_size)])
+
+    def keep_exemplars(self, stage: int, per_class: int, candidates: LabelledData,
+                       choose: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """The memory after task `stage` (iCaRL's Algorithms 4 and 5): the first `per_class` of each earlier class's
+        samples in the memory, in their stored order, then for each of the task's classes the samples of
+        `candidates` that `choose(members)` picks, in its order (members: that class's indices in `candidates`)."""
+        offsets, sizes = self.context.class_offsets, self.context.head_sizes
+        images: list[torch.Tensor] = []  # earlier classes first, then the new ones
+        labels: list[torch.Tensor] = []
+        task_ids: list[torch.Tensor] = []
+        if len(self.buffer) and offsets[stage]:
+            stored = self.buffer.contents()
+            global_labels = stored.labels + self.offsets.index_select(0, stored.task_ids)
+            index = torch.cat([torch.nonzero(global_labels == label).squeeze(1)[:per_class]
+                               for label in range(offsets[stage])])
+            images.append(stored.images.index_select(0, index))
+            labels.append(stored.labels.index_select(0, index))
+            task_ids.append(stored.task_ids.index_select(0, index))
+        for label in range(sizes[stage]):
+            members = torch.nonzero(candidates.labels == label).squeeze(1)
+            order = members[choose(members).to(members.device)]
+            images.append(candidates.images.index_select(0, order))
+            labels.append(candidates.labels.index_select(0, order))
+            task_ids.append(torch.full_like(order, stage))
+        self.buffer.set_contents(torch.cat(images), torch.cat(labels), torch.cat(task_ids))
 
     def memory_usage(self) -> tuple[int, int]:
         return len(self.buffer), tensor_bytes(self.extra_state())

@@ -162,36 +162,14 @@ class ICaRL(ReplayApproach):
         self.previous.remember(self.network)
 
     # ------------------------------------------------------------------ exemplars
-    def features_of(self, data: LabelledData) -> torch.Tensor:
-        """The body's features of `data` in eval mode, without autograd: (N, F)."""
-        self.network.eval()
-        with torch.inference_mode():
-            return torch.cat([self.multihead.features(data.batch(chunk).inputs)
-                              for chunk in data.batches(self.training_protocol.eval_batch_size)])
-
     def select_exemplars(self, stage: int, tasks: TaskSequence) -> None:
         """m per class seen: earlier classes keep the head of their herding order, new ones are chosen by herding;
         then the class means of the exemplars."""
         offsets, sizes = self.context.class_offsets, self.context.head_sizes
         per_class = self.hparams.buffer_size // (offsets[stage] + sizes[stage])
-        kept: list[torch.Tensor] = []  # indices into the memory, earlier classes first
-        stored = self.buffer.contents()
-        global_labels = stored.labels + self.offsets.index_select(0, stored.task_ids) if len(self.buffer) else None
-        for label in range(offsets[stage]):
-            assert global_labels is not None
-            kept.append(torch.nonzero(global_labels == label).squeeze(1)[:per_class])
-        images = [stored.images.index_select(0, torch.cat(kept))] if kept else []
-        labels = [stored.labels.index_select(0, torch.cat(kept))] if kept else []
-        task_ids = [stored.task_ids.index_select(0, torch.cat(kept))] if kept else []
         train = tasks[stage].train
         features = self.features_of(train)
-        for label in range(sizes[stage]):
-            members = torch.nonzero(train.labels == label).squeeze(1)
-            order = members[herding_order(features[members], per_class).to(members.device)]
-            images.append(train.images.index_select(0, order))
-            labels.append(train.labels.index_select(0, order))
-            task_ids.append(torch.full_like(order, stage))
-        self.buffer.set_contents(torch.cat(images), torch.cat(labels), torch.cat(task_ids))
+        self.keep_exemplars(stage, per_class, train, lambda members: herding_order(features[members], per_class))
         self.update_means()
 
     def update_means(self) -> None:
