@@ -12,7 +12,10 @@ TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
 def load_tool(name: str) -> ModuleType:
     """`tools/<name>.py` imported as the module `clbench_tool_<name>`, registered in `sys.modules` (its dataclasses
-    look their module up there)."""
+    look their module up there); `tools/` is on the import path, as it is for the script run by itself (a tool may
+    import a sibling, e.g. `side_by_side_common`)."""
+    if str(TOOLS) not in sys.path:
+        sys.path.append(str(TOOLS))
     spec = importlib.util.spec_from_file_location(f"clbench_tool_{name}", TOOLS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

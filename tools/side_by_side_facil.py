@@ -57,15 +57,12 @@ import argparse
 import gzip
 import os
 import shutil
-import statistics
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from side_by_side_common import REPO, in_turns, run_clbench, table_row, timed, verdict
+
 SPEC = "seq-mnist"  # clbench's base spec (MNIST, 5 tasks of 2 digits in order, 784-100-100, class scenario)
 
 
@@ -206,58 +203,8 @@ def run_facil(args: argparse.Namespace, method: Method, seed: int) -> tuple[floa
                method.facil_approach, *method.facil(args.buffer), "--seed", str(seed), "--results-path", str(results)]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None)
-    seconds = _timed(command, env, args.facil / "src", results / "log.txt")
+    seconds = timed(command, env, args.facil / "src", results / "log.txt")
     return facil_final(results, "avg_accs_tag"), facil_final(results, "avg_accs_taw"), seconds
-
-
-# ------------------------------------------------------------------------------------------------------- clbench
-def run_clbench(args: argparse.Namespace, name: str, method: Method, seed: int) -> tuple[float, float, float]:
-    """(class-IL %, task-IL %, wall seconds) of one clbench run."""
-    import pandas as pd
-
-    results = args.log_dir / "clbench" / f"{name}-b{args.buffer}-s{seed}"
-    shutil.rmtree(results, ignore_errors=True)
-    results.mkdir(parents=True)
-    values = [*clbench_common(args.epochs), *method.clbench(args.buffer)]
-    sets = [word for value in values for word in ("--set", value)]
-    command = [sys.executable, "-m", "clbench", "train", SPEC, "-m", name, "--seeds", str(seed), *sets,
-               "--results", str(results), "--device", "cpu"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "CLBENCH_MIRROR": str(args.mirror), "PYTHONPATH": str(REPO)}
-    seconds = _timed(command, env, REPO, results / "log.txt")
-    [path] = list(results.glob(f"{SPEC}/{name}/*/seed-{seed}/accuracy.parquet"))
-    rows = pd.read_parquet(path)
-    rows = rows[(rows["split"] == "test") & (rows["stage"] == rows["stage"].max())]
-    final = {evaluation: 100 * float(group["accuracy"].mean()) for evaluation, group in rows.groupby("evaluation")}
-    return final["task-agnostic"], final["task-aware"], seconds
-
-
-def _timed(command: Sequence[str], env: dict[str, str], cwd: Path, log: Path) -> float:
-    start = time.perf_counter()
-    with open(log, "w") as out:
-        done = subprocess.run(command, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
-    if done.returncode != 0:
-        raise SystemExit(f"{command[:6]} ... failed with exit code {done.returncode}; see {log}")
-    return time.perf_counter() - start
-
-
-# ------------------------------------------------------------------------------------------------------- table
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
-
-
-def verdict(ours: Sequence[float], theirs: Sequence[float]) -> str:
-    """Within max(2 x FACIL's std, 1 point) of FACIL's mean, or not."""
-    (mine, _), (peer, spread) = mean_std(ours), mean_std(theirs)
-    tolerance = max(2 * spread, 1.0)
-    word = "within" if abs(mine - peer) <= tolerance else "NOT within"
-    return f"{word} (|diff| {abs(mine - peer):.1f} vs {tolerance:.1f})"
-
-
-def row(tool: str, name: str, found: list[tuple[float, float, float]]) -> str:
-    class_il, task_il, seconds = zip(*found, strict=True)
-    (c_mean, c_std), (t_mean, t_std) = mean_std(class_il), mean_std(task_il)
-    return (f"| {name} | {tool} | {c_mean:.1f} ({c_std:.1f}) | {t_mean:.1f} ({t_std:.1f}) | "
-            f"{statistics.median(seconds):.1f} |")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -283,16 +230,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     verdicts = []
     for name in args.methods.split(","):
         method = METHODS[name]
-        found: dict[str, list[tuple[float, float, float]]] = {"FACIL": [], "clbench": []}
-        for seed in [int(s) for s in args.seeds.split(",")]:
-            for tool in ("FACIL", "clbench"):
-                if args.only not in (None, tool.lower()):
-                    continue
-                one = run_facil(args, method, seed) if tool == "FACIL" else run_clbench(args, name, method, seed)
-                found[tool].append(one)
-                print(f"{name} {tool} seed {seed}: class-IL {one[0]:.2f}, task-IL {one[1]:.2f}, {one[2]:.1f} s",
-                      flush=True)
-        lines += [row(tool, name, values) for tool, values in found.items() if values]
+        found = in_turns(name, [int(s) for s in args.seeds.split(",")], {
+            "FACIL": lambda seed, method=method: run_facil(args, method, seed),
+            "clbench": lambda seed, name=name, method=method: run_clbench(
+                args.log_dir / "clbench" / f"{name}-b{args.buffer}-s{seed}", SPEC, name, seed,
+                [*clbench_common(args.epochs), *method.clbench(args.buffer)], args.mirror)}, args.only)
+        lines += [table_row(tool, name, values) for tool, values in found.items() if values]
         if all(found.values()):
             verdicts.append(f"{name}, buffer {args.buffer}, {args.epochs} epochs at most: clbench's class-IL mean "
                             f"{verdict([v[0] for v in found['clbench']], [v[0] for v in found['FACIL']])}")

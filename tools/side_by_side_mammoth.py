@@ -43,13 +43,12 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from side_by_side_common import REPO, Found, in_turns, mean_std, run_clbench, table_row, timed, verdict
+
 LAUNCHER = REPO / "tools" / "speed_seq_mnist.py"
 MAMMOTH_COMMON = ["--dataset", "seq-mnist", "--n_epochs", "1", "--batch_size", "10", "--num_workers", "0",
                   "--non_verbose", "1"]
@@ -164,57 +163,8 @@ def run_mammoth(args: argparse.Namespace, method: Method, seed: int) -> tuple[fl
                "--results_path", f"{results}/"]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("PYTHONPATH", None)
-    seconds = _timed(command, env, args.mammoth, results / "log.txt")
+    seconds = timed(command, env, args.mammoth, results / "log.txt")
     return mammoth_final(results, "class-il"), mammoth_final(results, "task-il"), seconds
-
-
-# ------------------------------------------------------------------------------------------------------- clbench
-def run_clbench(args: argparse.Namespace, name: str, method: Method, seed: int) -> tuple[float, float, float]:
-    """(class-IL %, task-IL %, wall seconds) of one clbench run."""
-    import pandas as pd
-
-    results = args.log_dir / "clbench" / f"{name}-b{args.buffer}-s{seed}"
-    shutil.rmtree(results, ignore_errors=True)
-    results.mkdir(parents=True)
-    sets = [word for value in method.clbench(args.buffer) for word in ("--set", value)]
-    command = [sys.executable, "-m", "clbench", "train", "seq-mnist", "-m", name, "--seeds", str(seed), *sets,
-               "--results", str(results), "--device", "cpu"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "CLBENCH_MIRROR": str(args.mirror), "PYTHONPATH": str(REPO)}
-    seconds = _timed(command, env, REPO, results / "log.txt")
-    [path] = list(results.glob(f"seq-mnist/{name}/*/seed-{seed}/accuracy.parquet"))
-    rows = pd.read_parquet(path)
-    rows = rows[(rows["split"] == "test") & (rows["stage"] == rows["stage"].max())]
-    final = {evaluation: 100 * float(group["accuracy"].mean()) for evaluation, group in rows.groupby("evaluation")}
-    return final["task-agnostic"], final["task-aware"], seconds
-
-
-def _timed(command: Sequence[str], env: dict[str, str], cwd: Path, log: Path) -> float:
-    start = time.perf_counter()
-    with open(log, "w") as out:
-        done = subprocess.run(command, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
-    if done.returncode != 0:
-        raise SystemExit(f"{command[:6]} ... failed with exit code {done.returncode}; see {log}")
-    return time.perf_counter() - start
-
-
-# ------------------------------------------------------------------------------------------------------- table
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
-
-
-def verdict(ours: Sequence[float], theirs: Sequence[float]) -> str:
-    """Within the target: |clbench mean - Mammoth mean| <= max(2 x Mammoth's std, 1 point)."""
-    (mine, _), (peer, spread) = mean_std(ours), mean_std(theirs)
-    tolerance = max(2 * spread, 1.0)
-    word = "within" if abs(mine - peer) <= tolerance else "NOT within"
-    return f"{word} (|diff| {abs(mine - peer):.1f} vs {tolerance:.1f})"
-
-
-def row(tool: str, name: str, found: list[tuple[float, float, float]]) -> str:
-    class_il, task_il, seconds = zip(*found, strict=True)
-    (c_mean, c_std), (t_mean, t_std) = mean_std(class_il), mean_std(task_il)
-    return (f"| {name} | {tool} | {c_mean:.1f} ({c_std:.1f}) | {t_mean:.1f} ({t_std:.1f}) | "
-            f"{statistics.median(seconds):.1f} |")
 
 
 # ------------------------------------------------------------------------------------------------- results file
@@ -228,7 +178,7 @@ RESULTS_HEADER = """\
 """
 
 
-def row_record(name: str, buffer: int, tool: str, found: list[tuple[float, float, float]], seeds: str,
+def row_record(name: str, buffer: int, tool: str, found: list[Found], seeds: str,
                commit: str) -> dict[str, str]:
     """One results-file row: a tool's numbers for a method at a buffer size."""
     class_il, task_il, seconds = zip(*found, strict=True)
@@ -366,16 +316,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     verdicts, records, commit = [], [], current_commit()
     for name in args.methods.split(","):
         method = METHODS[name]
-        found: dict[str, list[tuple[float, float, float]]] = {"Mammoth": [], "clbench": []}
-        for seed in [int(s) for s in args.seeds.split(",")]:
-            for tool in ("Mammoth", "clbench"):
-                if args.only not in (None, tool.lower()):
-                    continue
-                one = run_mammoth(args, method, seed) if tool == "Mammoth" else run_clbench(args, name, method, seed)
-                found[tool].append(one)
-                print(f"{name} {tool} seed {seed}: class-IL {one[0]:.2f}, task-IL {one[1]:.2f}, {one[2]:.1f} s",
-                      flush=True)
-        lines += [row(tool, name, values) for tool, values in found.items() if values]
+        found = in_turns(name, [int(s) for s in args.seeds.split(",")], {
+            "Mammoth": lambda seed, method=method: run_mammoth(args, method, seed),
+            "clbench": lambda seed, name=name, method=method: run_clbench(
+                args.log_dir / "clbench" / f"{name}-b{args.buffer}-s{seed}", "seq-mnist", name, seed,
+                method.clbench(args.buffer), args.mirror)}, args.only)
+        lines += [table_row(tool, name, values) for tool, values in found.items() if values]
         records += [row_record(name, args.buffer, tool, values, args.seeds, commit)
                     for tool, values in found.items() if values]
         if all(found.values()):

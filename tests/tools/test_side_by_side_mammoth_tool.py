@@ -99,3 +99,18 @@ def test_a_timing_pass_replaces_only_the_seconds_of_existing_rows(tmp_path) -> N
     assert yaml.safe_load(path.read_text())["measured"]["commands"] == ["command"]
     with pytest.raises(SystemExit, match="no rows gdumb-200-clbench"):
         tool.retime(path, [tool.row_record("gdumb", 200, "clbench", [(1.0, 1.0, 1.0)], "0", "c2")])
+
+
+def test_the_tools_run_in_turns_seed_by_seed_and_only_keeps_one(capsys) -> None:
+    common = load_tool("side_by_side_common")
+    calls = []
+
+    def runner(tool: str):
+        return lambda seed: calls.append((tool, seed)) or (float(seed), 99.0, 1.0)
+
+    found = common.in_turns("m", [0, 1], {"Mammoth": runner("Mammoth"), "clbench": runner("clbench")}, None)
+    assert calls == [("Mammoth", 0), ("clbench", 0), ("Mammoth", 1), ("clbench", 1)]  # in turns, not tool by tool
+    assert found["clbench"] == [(0.0, 99.0, 1.0), (1.0, 99.0, 1.0)]
+    assert "m Mammoth seed 1: class-IL 1.00, task-IL 99.00, 1.0 s" in capsys.readouterr().out
+    assert common.in_turns("m", [0], {"Mammoth": runner("Mammoth"), "clbench": runner("clbench")}, "clbench") == {
+        "Mammoth": [], "clbench": [(0.0, 99.0, 1.0)]}

@@ -1,0 +1,83 @@
+"""What tools/side_by_side_mammoth.py and tools/side_by_side_facil.py share: one clbench run and its final accuracies,
+the runs of both tools in turns, and the table and verdict of the issue's target.
+
+Not a script: imported by those two (from this folder, as a script's siblings are).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+Found = tuple[float, float, float]  # one run: class-IL %, task-IL %, wall seconds
+
+
+def timed(command: Sequence[str], env: dict[str, str], cwd: Path, log: Path) -> float:
+    """Wall seconds of `command`, its output in `log`; a failure stops the comparison, naming the log."""
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        done = subprocess.run(command, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise SystemExit(f"{command[:6]} ... failed with exit code {done.returncode}; see {log}")
+    return time.perf_counter() - start
+
+
+def run_clbench(results: Path, spec: str, name: str, seed: int, values: Sequence[str], mirror: Path) -> Found:
+    """`clbench train SPEC -m NAME --seeds SEED --set VALUE...` on one CPU thread into a fresh `results` folder; its
+    last stage's task-agnostic (class-IL) and task-aware (task-IL) test accuracies, % , and its wall seconds."""
+    import pandas as pd
+
+    shutil.rmtree(results, ignore_errors=True)
+    results.mkdir(parents=True)
+    sets = [word for value in values for word in ("--set", value)]
+    command = [sys.executable, "-m", "clbench", "train", spec, "-m", name, "--seeds", str(seed), *sets,
+               "--results", str(results), "--device", "cpu"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CLBENCH_MIRROR": str(mirror), "PYTHONPATH": str(REPO)}
+    seconds = timed(command, env, REPO, results / "log.txt")
+    [path] = list(results.glob(f"{spec}/{name}/*/seed-{seed}/accuracy.parquet"))
+    rows = pd.read_parquet(path)
+    rows = rows[(rows["split"] == "test") & (rows["stage"] == rows["stage"].max())]
+    final = {evaluation: 100 * float(group["accuracy"].mean()) for evaluation, group in rows.groupby("evaluation")}
+    return final["task-agnostic"], final["task-aware"], seconds
+
+
+def in_turns(name: str, seeds: Sequence[int], runners: dict[str, Callable[[int], Found]],
+             only: str | None) -> dict[str, list[Found]]:
+    """Each seed run by every tool in turn (so that background load hits them alike), each run's line printed;
+    `only` (a tool's name in lower case) runs that tool alone."""
+    found: dict[str, list[Found]] = {tool: [] for tool in runners}
+    for seed in seeds:
+        for tool, run in runners.items():
+            if only not in (None, tool.lower()):
+                continue
+            one = run(seed)
+            found[tool].append(one)
+            print(f"{name} {tool} seed {seed}: class-IL {one[0]:.2f}, task-IL {one[1]:.2f}, {one[2]:.1f} s", flush=True)
+    return found
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def verdict(ours: Sequence[float], theirs: Sequence[float]) -> str:
+    """Within the target: |clbench mean - peer mean| <= max(2 x the peer's std, 1 point)."""
+    (mine, _), (peer, spread) = mean_std(ours), mean_std(theirs)
+    tolerance = max(2 * spread, 1.0)
+    word = "within" if abs(mine - peer) <= tolerance else "NOT within"
+    return f"{word} (|diff| {abs(mine - peer):.1f} vs {tolerance:.1f})"
+
+
+def table_row(tool: str, name: str, found: list[Found]) -> str:
+    """A markdown row: class-IL and task-IL mean (std), median seconds per run."""
+    class_il, task_il, seconds = zip(*found, strict=True)
+    (c_mean, c_std), (t_mean, t_std) = mean_std(class_il), mean_std(task_il)
+    return (f"| {name} | {tool} | {c_mean:.1f} ({c_std:.1f}) | {t_mean:.1f} ({t_std:.1f}) | "
+            f"{statistics.median(seconds):.1f} |")
