@@ -409,6 +409,10 @@ def test_seq_mnist_is_mammoth_s_protocol_and_every_section_resolves() -> None:
         if method != "random":
             assert resolved.hyperparameters.clip_grad_norm == 0.0, method
     assert resolve(spec, "icarl").hyperparameters.loss == "paper"
+    # Mammoth models/icarl.py adds --opt_wd 1e-5 x the sum of squared weights to the loss (the authors' wght_decay
+    # 1e-5 x Lasagne's l2): its gradient is SGD's weight_decay 2e-5, by hand
+    assert resolve(spec, "icarl").training.weight_decay == 2e-5
+    assert not resolve(spec, "icarl").hyperparameters.flip_means  # the class means of the exemplars alone
     assert resolve(spec, "xder").hyperparameters.lambd == 0  # no augmentation: the SupCon term is off
     bic = resolve(spec, "bic").hyperparameters  # Mammoth models/bic.py's bias fit: 250 epochs of Adam at 0.001
     assert (bic.bias_epochs, bic.bias_optimizer, bic.bias_lr, bic.beta_l2, bic.temperature) == (250, "adam", 0.001,
