@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,19 +49,43 @@ def run_clbench(results: Path, spec: str, name: str, seed: int, values: Sequence
     return final["task-agnostic"], final["task-aware"], seconds
 
 
+class Diverged(Exception):
+    """A run its own code stopped because its training diverged (a NaN loss); the message says where and why."""
+
+
+@dataclass
+class Turns:
+    """The runs of every tool: `found` per tool over the `kept` seeds only (in order), so that the tools stay paired
+    seed by seed; `left_out` maps a seed to why it is not compared (a tool's run diverged on it)."""
+    found: dict[str, list[Found]]
+    kept: list[int] = field(default_factory=list)
+    left_out: dict[int, str] = field(default_factory=dict)
+
+
 def in_turns(name: str, seeds: Sequence[int], runners: dict[str, Callable[[int], Found]],
-             only: str | None) -> dict[str, list[Found]]:
+             only: str | None) -> Turns:
     """Each seed run by every tool in turn (so that background load hits them alike), each run's line printed;
-    `only` (a tool's name in lower case) runs that tool alone."""
-    found: dict[str, list[Found]] = {tool: [] for tool in runners}
+    `only` (a tool's name in lower case) runs that tool alone. A seed on which a tool's run diverged is left out of
+    every tool's numbers (printed, and named in `left_out`); the other seeds go on."""
+    turns = Turns({tool: [] for tool in runners})
     for seed in seeds:
+        this_seed: dict[str, Found] = {}
         for tool, run in runners.items():
             if only not in (None, tool.lower()):
                 continue
-            one = run(seed)
-            found[tool].append(one)
+            try:
+                one = run(seed)
+            except Diverged as stopped:
+                turns.left_out[seed] = f"{tool} diverged: {stopped}"
+                print(f"{name} {tool} seed {seed}: diverged ({stopped})", flush=True)
+                continue
+            this_seed[tool] = one
             print(f"{name} {tool} seed {seed}: class-IL {one[0]:.2f}, task-IL {one[1]:.2f}, {one[2]:.1f} s", flush=True)
-    return found
+        if seed not in turns.left_out:
+            turns.kept.append(seed)
+            for tool, one in this_seed.items():
+                turns.found[tool].append(one)
+    return turns
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:

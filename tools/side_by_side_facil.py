@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "FACIL": lambda seed, method=method: run_facil(args, method, seed),
             "clbench": lambda seed, name=name, method=method: run_clbench(
                 args.log_dir / "clbench" / f"{name}-b{args.buffer}-s{seed}", SPEC, name, seed,
-                [*clbench_common(args.epochs), *method.clbench(args.buffer)], args.mirror)}, args.only)
+                [*clbench_common(args.epochs), *method.clbench(args.buffer)], args.mirror)}, args.only).found
         lines += [table_row(tool, name, values) for tool, values in found.items() if values]
         if all(found.values()):
             verdicts.append(f"{name}, buffer {args.buffer}, {args.epochs} epochs at most: clbench's class-IL mean "

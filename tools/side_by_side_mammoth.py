@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from side_by_side_common import REPO, Found, in_turns, mean_std, run_clbench, table_row, timed, verdict
+from side_by_side_common import REPO, Diverged, Found, in_turns, mean_std, run_clbench, table_row, timed, verdict
 
 LAUNCHER = REPO / "tools" / "speed_seq_mnist.py"
 MAMMOTH_COMMON = ["--dataset", "seq-mnist", "--n_epochs", "1", "--batch_size", "10", "--num_workers", "0",
@@ -153,6 +153,9 @@ def mammoth_final(results: Path, setting: str) -> float:
     return float(found.group(1))
 
 
+MAMMOTH_NAN = "assert not math.isnan(loss)"  # e75a491 utils/training.py line 110: a NaN loss ends the run
+
+
 def run_mammoth(args: argparse.Namespace, method: Method, seed: int) -> tuple[float, float, float]:
     """(class-IL %, task-IL %, wall seconds) of one Mammoth run."""
     results = args.log_dir / "mammoth" / f"{method.mammoth_model}-b{args.buffer}-s{seed}"
@@ -163,7 +166,13 @@ def run_mammoth(args: argparse.Namespace, method: Method, seed: int) -> tuple[fl
                "--results_path", f"{results}/"]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("PYTHONPATH", None)
-    seconds = timed(command, env, args.mammoth, results / "log.txt")
+    try:
+        seconds = timed(command, env, args.mammoth, results / "log.txt")
+    except SystemExit:
+        if MAMMOTH_NAN in (results / "log.txt").read_text(errors="replace"):
+            raise Diverged(f"a NaN loss stopped Mammoth (its `{MAMMOTH_NAN}`, utils/training.py); see "
+                           f"{results / 'log.txt'}") from None
+        raise
     return mammoth_final(results, "class-il"), mammoth_final(results, "task-il"), seconds
 
 
@@ -259,6 +268,19 @@ def found_in_output(text: str) -> dict[tuple[str, str], list[tuple[int, tuple[fl
     return found
 
 
+DIVERGED_LINE = re.compile(r"^(\S+) (Mammoth|clbench) seed (\d+): diverged \(")
+
+
+def diverged_in_output(text: str) -> dict[str, set[int]]:
+    """The seeds this tool printed as diverged, read back: method -> seeds."""
+    diverged: dict[str, set[int]] = {}
+    for line in text.splitlines():
+        match = DIVERGED_LINE.match(line.strip())
+        if match:
+            diverged.setdefault(match.group(1), set()).add(int(match.group(3)))
+    return diverged
+
+
 def current_commit() -> str:
     done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return done.stdout.strip() or "unknown"
@@ -266,11 +288,13 @@ def current_commit() -> str:
 
 def rederive(args: argparse.Namespace) -> None:
     """Write the results file's rows from a saved output of this tool, for the buffer size given."""
-    records = []
-    for (name, tool), seeds in found_in_output(args.from_output.read_text()).items():
-        ordered = [values for _, values in sorted(seeds)]
-        records.append(row_record(name, args.buffer, tool, ordered, ",".join(str(s) for s, _ in sorted(seeds)),
-                                  args.at))
+    text = args.from_output.read_text()
+    records, diverged = [], diverged_in_output(text)
+    for (name, tool), seeds in found_in_output(text).items():
+        # a seed on which a tool diverged is left out of every tool's numbers, as when the comparison ran
+        kept = sorted((seed, values) for seed, values in seeds if seed not in diverged.get(name, set()))
+        records.append(row_record(name, args.buffer, tool, [values for _, values in kept],
+                                  ",".join(str(seed) for seed, _ in kept), args.at))
     if not records:
         raise SystemExit(f"no per-seed lines ('METHOD TOOL seed S: class-IL ...') in {args.from_output}")
     command = (f"OMP_NUM_THREADS=1 python tools/side_by_side_mammoth.py --mammoth PATH/mammoth --mammoth-python "
@@ -316,17 +340,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     verdicts, records, commit = [], [], current_commit()
     for name in args.methods.split(","):
         method = METHODS[name]
-        found = in_turns(name, [int(s) for s in args.seeds.split(",")], {
+        turns = in_turns(name, [int(s) for s in args.seeds.split(",")], {
             "Mammoth": lambda seed, method=method: run_mammoth(args, method, seed),
             "clbench": lambda seed, name=name, method=method: run_clbench(
                 args.log_dir / "clbench" / f"{name}-b{args.buffer}-s{seed}", "seq-mnist", name, seed,
                 method.clbench(args.buffer), args.mirror)}, args.only)
+        found, kept = turns.found, ",".join(str(seed) for seed in turns.kept)
         lines += [table_row(tool, name, values) for tool, values in found.items() if values]
-        records += [row_record(name, args.buffer, tool, values, args.seeds, commit)
+        records += [row_record(name, args.buffer, tool, values, kept, commit)
                     for tool, values in found.items() if values]
         if all(found.values()):
             verdicts.append(f"{name}, buffer {args.buffer}: clbench's class-IL mean "
                             f"{verdict([v[0] for v in found['clbench']], [v[0] for v in found['Mammoth']])}")
+        verdicts += [f"{name}, buffer {args.buffer}: seed {seed} left out of both tools' numbers ({why})"
+                     for seed, why in turns.left_out.items()]
     print("\n".join(lines + [""] + verdicts))
     if args.results_file is not None:
         command = (f"OMP_NUM_THREADS=1 python tools/side_by_side_mammoth.py --mammoth PATH/mammoth --mammoth-python "

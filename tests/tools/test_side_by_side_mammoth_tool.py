@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 import yaml
 from toolloader import load_tool
@@ -108,9 +110,69 @@ def test_the_tools_run_in_turns_seed_by_seed_and_only_keeps_one(capsys) -> None:
     def runner(tool: str):
         return lambda seed: calls.append((tool, seed)) or (float(seed), 99.0, 1.0)
 
-    found = common.in_turns("m", [0, 1], {"Mammoth": runner("Mammoth"), "clbench": runner("clbench")}, None)
+    turns = common.in_turns("m", [0, 1], {"Mammoth": runner("Mammoth"), "clbench": runner("clbench")}, None)
     assert calls == [("Mammoth", 0), ("clbench", 0), ("Mammoth", 1), ("clbench", 1)]  # in turns, not tool by tool
-    assert found["clbench"] == [(0.0, 99.0, 1.0), (1.0, 99.0, 1.0)]
+    assert turns.found["clbench"] == [(0.0, 99.0, 1.0), (1.0, 99.0, 1.0)]
+    assert turns.kept == [0, 1] and turns.left_out == {}
     assert "m Mammoth seed 1: class-IL 1.00, task-IL 99.00, 1.0 s" in capsys.readouterr().out
-    assert common.in_turns("m", [0], {"Mammoth": runner("Mammoth"), "clbench": runner("clbench")}, "clbench") == {
-        "Mammoth": [], "clbench": [(0.0, 99.0, 1.0)]}
+    assert common.in_turns("m", [0], {"Mammoth": runner("Mammoth"), "clbench": runner("clbench")},
+                           "clbench").found == {"Mammoth": [], "clbench": [(0.0, 99.0, 1.0)]}
+
+
+def test_a_seed_one_tool_diverged_on_is_left_out_of_both_and_the_others_go_on(capsys) -> None:
+    common = load_tool("side_by_side_common")
+
+    def mammoth(seed: int):
+        if seed == 7:
+            raise common.Diverged("a NaN loss stopped Mammoth")
+        return (70.0 + seed, 99.0, 1.0)
+
+    turns = common.in_turns("xder", [6, 7, 8], {"Mammoth": mammoth, "clbench": lambda seed: (60.0 + seed, 98.0, 2.0)},
+                            None)
+    # seed 7's clbench run finished, yet it is not compared: the two lists stay paired seed by seed
+    assert turns.found == {"Mammoth": [(76.0, 99.0, 1.0), (78.0, 99.0, 1.0)],
+                           "clbench": [(66.0, 98.0, 2.0), (68.0, 98.0, 2.0)]}
+    assert turns.kept == [6, 8]
+    assert turns.left_out == {7: "Mammoth diverged: a NaN loss stopped Mammoth"}
+    out = capsys.readouterr().out
+    assert "xder Mammoth seed 7: diverged (a NaN loss stopped Mammoth)" in out
+    assert "xder clbench seed 7: class-IL 67.00" in out  # printed, for the record
+
+
+def test_a_mammoth_run_stopped_by_its_nan_assertion_is_a_divergence_and_another_failure_is_not(tmp_path,
+                                                                                                 monkeypatch) -> None:
+    tool = load_tool("side_by_side_mammoth")
+    args = argparse.Namespace(log_dir=tmp_path, buffer=500, mammoth_python="python", mammoth=tmp_path)
+    method = tool.METHODS["xder"]
+
+    def failing(tail: str):
+        def timed(command, env, cwd, log):
+            log.write_text(f"Traceback (most recent call last):\n    {tail}\nAssertionError\n")
+            raise SystemExit(f"failed; see {log}")
+        return timed
+
+    monkeypatch.setattr(tool, "timed", failing("assert not math.isnan(loss)"))
+    with pytest.raises(tool.Diverged, match="NaN loss"):
+        tool.run_mammoth(args, method, 7)
+    monkeypatch.setattr(tool, "timed", failing("assert data is not None"))
+    with pytest.raises(SystemExit, match="failed"):
+        tool.run_mammoth(args, method, 7)
+
+
+def test_rows_read_back_from_a_saved_output_keep_only_the_seeds_both_tools_finished(tmp_path) -> None:
+    tool = load_tool("side_by_side_mammoth")
+    output = tmp_path / "out.txt"
+    output.write_text("\n".join([
+        "xder Mammoth seed 6: class-IL 75.00, task-IL 99.00, 30.0 s",
+        "xder clbench seed 6: class-IL 72.00, task-IL 99.40, 15.0 s",
+        "xder Mammoth seed 7: diverged (a NaN loss stopped Mammoth)",
+        "xder clbench seed 7: class-IL 71.00, task-IL 99.20, 15.0 s",
+        "xder Mammoth seed 8: class-IL 77.00, task-IL 99.20, 30.0 s",
+        "xder clbench seed 8: class-IL 74.00, task-IL 99.40, 15.0 s"]))
+    results = tmp_path / "results.yaml"
+    tool.rederive(argparse.Namespace(from_output=output, results_file=results, buffer=500, at="abc1234"))
+    rows = {row["id"]: row for row in yaml.safe_load(results.read_text())["rows"]}
+    assert rows["xder-500-clbench"]["per_seed"] == "72.00, 74.00"  # not 71.00: Mammoth has no seed 7
+    assert rows["xder-500-clbench"]["seeds"] == "6,8"
+    assert rows["xder-500-mammoth"]["class_il"] == "76.0 (1.4)"  # 75 and 77: sample std 1.41
+    assert rows["xder-500"]["within"] == "NOT within"  # |73 - 76| = 3 > max(2 x 1.41, 1) = 2.83
