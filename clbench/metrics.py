@@ -72,6 +72,19 @@ def is_complete_matrix(matrix: np.ndarray) -> bool:
     """True if every entry on and below the diagonal is a finite number."""
     return bool(np.isfinite(matrix[np.tril_indices(matrix.shape[0])]).all())
 
+def diverged_stage(stages: np.ndarray, losses: np.ndarray) -> int | None:
+    """The first stage at which a run's evaluation loss is not finite, when every loss at initialisation (stage 0)
+    is: where its network diverged (NaN or infinite weights give a NaN or infinite loss on every later evaluation).
+    None: no such stage, or a run without a finite loss at initialisation (the random reference records none).
+    `stages` and `losses`: one value per row of the run, (N,) each."""
+    stages, losses = np.asarray(stages), np.asarray(losses, dtype=float)
+    at_start = losses[stages == 0]
+    if at_start.size == 0 or not np.isfinite(at_start).all():
+        return None
+    broken = stages[~np.isfinite(losses)]
+    return int(broken.min()) if broken.size else None
+
+
 
 def random_reference(random_matrix: np.ndarray, per_stage: bool = False) -> np.ndarray:
     """A_R, the stratified random classifier's accuracy, from the random run's T x T matrix.

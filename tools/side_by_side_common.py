@@ -15,6 +15,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 Found = tuple[float, float, float]  # one run: class-IL %, task-IL %, wall seconds
@@ -43,10 +47,23 @@ def run_clbench(results: Path, spec: str, name: str, seed: int, values: Sequence
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CLBENCH_MIRROR": str(mirror), "PYTHONPATH": str(REPO)}
     seconds = timed(command, env, REPO, results / "log.txt")
     [path] = list(results.glob(f"{spec}/{name}/*/seed-{seed}/accuracy.parquet"))
-    rows = pd.read_parquet(path)
-    rows = rows[(rows["split"] == "test") & (rows["stage"] == rows["stage"].max())]
+    return (*clbench_final(pd.read_parquet(path), path), seconds)
+
+
+def clbench_final(rows: pd.DataFrame, path: Path) -> tuple[float, float]:
+    """A clbench run's last-stage task-agnostic and task-aware mean test accuracies, %, from its rows; `Diverged`
+    when its network diverged (`clbench.metrics.diverged_stage`: the test loss not finite from some stage on), as
+    `clbench report` names such a run."""
+    from clbench.metrics import diverged_stage
+
+    rows = rows[rows["split"] == "test"]
+    stage = diverged_stage(rows["stage"].to_numpy(), rows["loss"].to_numpy())
+    if stage is not None:
+        raise Diverged(f"clbench's network diverged while learning task {stage}: its test loss is not finite from "
+                       f"there on; see {path}")
+    rows = rows[rows["stage"] == rows["stage"].max()]
     final = {evaluation: 100 * float(group["accuracy"].mean()) for evaluation, group in rows.groupby("evaluation")}
-    return final["task-agnostic"], final["task-aware"], seconds
+    return final["task-agnostic"], final["task-aware"]
 
 
 class Diverged(Exception):

@@ -57,7 +57,7 @@ READ_COLUMNS = (
     ("stage_train_seconds", "double"), ("device", "string"), ("scenario", "string"),
     ("class_loss", "string"), ("evaluation", "string"),
     ("memory_samples", "double"), ("memory_bytes", "double"), ("split", "string"), ("tuned_sha256", "string"),
-    ("tuned_seed", "double"), ("n_test", "double"),
+    ("tuned_seed", "double"), ("n_test", "double"), ("loss", "double"),
 )
 
 

@@ -86,14 +86,33 @@ def no_split_rows_note(results: Results) -> str:
 
 
 def incomplete_notes(results: Results) -> list[str]:
-    """A note naming the seeds `--seeds` asked for that no run has, and one per run that started but has no
-    accuracy file, with the command that re-runs it."""
+    """A note naming the seeds `--seeds` asked for that no run has, one per run that started but has no
+    accuracy file, with the command that re-runs it, and one per run whose network diverged (`diverged_notes`)."""
     notes = seed_filter_notes(results)
     for run in results.incomplete:
         reason = f" ({run['error']})" if run.get("error") else ""
         notes.append(f"left out {run['run_id']}: {run['status']}{reason}; re-run "
                      f"{rerun_command(results, run['method'], run['seed'], run.get('overrides'))}")
-    return notes + damaged_notes(results)
+    return notes + damaged_notes(results) + diverged_notes(results)
+
+
+def diverged_notes(results: Results) -> list[str]:
+    """One note per run whose network diverged (`metrics.diverged_stage` on its rows' losses): from which task on,
+    that its accuracies from there are a broken network's yet stay in the means, and what to do."""
+    rows = results.rows
+    if rows is None or rows.empty or "loss" not in rows:
+        return []
+    notes = []
+    for run_id, group in rows.groupby("run_id", sort=True):
+        stage = metrics.diverged_stage(group["stage"].to_numpy(), group["loss"].to_numpy())
+        if stage is None or run_id not in results.info:
+            continue
+        run = results.info[run_id]
+        notes.append(f"{run['label']} seed {run['seed']} ({run_id}) diverged while learning task {stage}: its "
+                     f"{results.split} loss is not finite from stage {stage} on (NaN or infinite weights), so its "
+                     f"accuracies from there are a broken network's, and they are in the means; lower its lr "
+                     f"(--set training.lr=...) or leave the seed out (--seeds)")
+    return notes
 
 
 def rerun_command(results: Results, method: str, seed: object, overrides: object) -> str:

@@ -15,6 +15,7 @@ another process is left alone (status `locked`).
 from __future__ import annotations
 
 import logging
+import math
 import time
 import traceback
 from collections.abc import Sequence
@@ -290,8 +291,16 @@ def _train_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: 
     run stopped in between logs it again when it resumes, after the loggers dropped it)."""
 
     def epoch_finished(epoch: EpochLog) -> None:
+        if not math.isfinite(epoch.train_loss) and not warned:
+            warned.append(epoch.epoch)
+            log.warning("%s: the training loss of task %d is %s after epoch %d: the network diverged; lower the "
+                        "lr (--set training.lr=...). Early stopping ends the task on its best validation weights; "
+                        "otherwise the run's accuracies from here on are a broken network's, and `clbench report` "
+                        "names the run", plan.run_id, stage + 1, epoch.train_loss, epoch.epoch)
         run_log.epoch_finished(epoch)
         observer.epoch_finished(plan, epoch)
+
+    warned: list[int] = []
 
     observer.task_started(plan, stage)
     task_log = approach.learn_task(stage, tasks, epoch_finished)

@@ -176,3 +176,20 @@ def test_rows_read_back_from_a_saved_output_keep_only_the_seeds_both_tools_finis
     assert rows["xder-500-clbench"]["seeds"] == "6,8"
     assert rows["xder-500-mammoth"]["class_il"] == "76.0 (1.4)"  # 75 and 77: sample std 1.41
     assert rows["xder-500"]["within"] == "NOT within"  # |73 - 76| = 3 > max(2 x 1.41, 1) = 2.83
+
+
+def test_a_clbench_run_whose_network_diverged_is_a_divergence_not_an_accuracy(tmp_path) -> None:
+    import math
+
+    import pandas as pd
+
+    common = load_tool("side_by_side_common")
+    rows = pd.DataFrame({"split": ["test"] * 6 + ["validation"], "stage": [0, 0, 1, 1, 2, 2, 2],
+                         "evaluation": ["task-agnostic", "task-aware"] * 3 + ["task-aware"],
+                         "accuracy": [0.1, 0.1, 0.9, 0.95, 0.5, 0.7, 0.0], "loss": [2.3, 2.3, 0.3, 0.2, 1.0, 0.8,
+                                                                                    math.nan]})
+    # a NaN validation loss alone is not a diverged network's test row: the last stage's means, %
+    assert common.clbench_final(rows, tmp_path) == (50.0, 70.0)
+    rows.loc[4, "loss"] = math.nan
+    with pytest.raises(common.Diverged, match="diverged while learning task 2"):
+        common.clbench_final(rows, tmp_path)
