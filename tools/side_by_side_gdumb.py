@@ -61,7 +61,8 @@ on class-IL, which is over all 10 digits after one fit on all of them; it change
 digits in order; (5) averaging: over all test images (theirs) against the mean of the 5 tasks' accuracies (tasks of
 1874 to 2115 test images); (6) clbench also fits after tasks 1-4 (not read here: each fit depends only on the memory
 and the seed). Their option `--bn` (a store_false flag, `src/opts.py`: passing it turns batch norm off) measures (2)
-without patching: `--authors-args=--bn`.
+without patching: `--authors-args=--bn`; `--clbench-set KEY=VALUE` adds a clbench value (e.g. `gdumb.maxlr=0.01`).
+Such ablation rows are named by their arguments in the results file (ids `m500-authors-bn`, `m500-clbench-maxlr0.01`).
 
 For each seed, in turns (so that background load hits both alike), on one CPU thread (OMP_NUM_THREADS=1):
 - the authors: `python main.py AUTHORS_ARGS --memory_size M --seed S --workers 0 --data_dir DIR/data --log_dir
@@ -264,20 +265,25 @@ def current_commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def records_of(memory: int, found: dict[str, list[Found]], runs: list[AuthorsRun], seeds: str,
-               commit: str) -> list[dict[str, str]]:
-    """The results-file rows of one comparison: the authors' last pass, their best pass (when run), clbench."""
+def records_of(memory: int, found: dict[str, list[Found]], runs: list[AuthorsRun], seeds: str, commit: str,
+               authors_args: Sequence[str] = (), clbench_set: Sequence[str] = ()) -> list[dict[str, str]]:
+    """The results-file rows of one comparison: the authors' last pass, their best pass (when run), clbench; an
+    ablation's extra arguments named in the row's text and its id."""
     records = []
+    theirs = " ".join(["authors' main.py", *authors_args])
+    mine = " ".join(["clbench `gdumb`", *(f"`{value}`" for value in clbench_set)])
+    theirs_id = "".join(f"-{arg.strip('-')}" for arg in authors_args)
+    mine_id = "".join(f"-{value.split('=')[0].split('.')[-1]}{value.split('=', 1)[1]}" for value in clbench_set)
     if found["authors"]:
         seconds = [one[2] for one in found["authors"]]
-        records.append(row_record(memory, "authors", "authors' main.py, last pass",
-                                  [one[:2] for one in found["authors"]], seconds, seeds, commit))
+        records.append(row_record(memory, "authors", f"{theirs}, last pass", [one[:2] for one in found["authors"]],
+                                  seconds, seeds, commit, suffix=theirs_id))
         best = [(run.best, run.task_il[run.class_il.index(run.best)]) for run in runs]
-        records.append(row_record(memory, "authors", "authors' main.py, best pass (what it reports)", best, seconds,
-                                  seeds, commit, suffix="-best"))
+        records.append(row_record(memory, "authors", f"{theirs}, best pass (what it reports)", best, seconds, seeds,
+                                  commit, suffix=f"{theirs_id}-best"))
     if found["clbench"]:
-        records.append(row_record(memory, "clbench", "clbench `gdumb`", [one[:2] for one in found["clbench"]],
-                                  [one[2] for one in found["clbench"]], seeds, commit))
+        records.append(row_record(memory, "clbench", mine, [one[:2] for one in found["clbench"]],
+                                  [one[2] for one in found["clbench"]], seeds, commit, suffix=mine_id))
     return records
 
 
@@ -292,14 +298,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--only", choices=["authors", "clbench"], default=None)
     parser.add_argument("--prepare-gdumb", action="store_true", help="gunzip MNIST into DIR and apply the patches")
     parser.add_argument("--authors-args", default="", help="extra arguments of their main.py, for ablations (e.g. "
-                                                           "--authors-args=--bn: no batch norm); no results file")
+                                                           "--authors-args=--bn: no batch norm)")
+    parser.add_argument("--clbench-set", action="append", default=[], help="an extra clbench --set value, for "
+                                                                           "ablations (e.g. gdumb.maxlr=0.01)")
     parser.add_argument("--results-file", type=Path, default=None,
                         help="write the rows into this docs results file (docs/results/mnist-gdumb-authors.yaml)")
     args = parser.parse_args(argv)
     args.gdumb, args.log_dir = args.gdumb.resolve(), args.log_dir.resolve()
     args.authors_args = args.authors_args.split()
-    if args.authors_args and args.results_file is not None:
-        parser.error("--authors-args changes their protocol: not for the results file")
     if args.prepare_gdumb:
         prepare_gdumb(args.gdumb, args.mirror)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -307,7 +313,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     turns = in_turns(f"gdumb-m{args.memory}", seeds, {
         "authors": lambda seed: run_authors(args, seed, runs),
         "clbench": lambda seed: run_clbench(args.log_dir / "clbench" / f"gdumb-m{args.memory}-s{seed}", SPEC,
-                                            "gdumb", seed, clbench_sets(args.memory), args.mirror)}, args.only)
+                                            "gdumb", seed, [*clbench_sets(args.memory), *args.clbench_set],
+                                            args.mirror)}, args.only)
     found = turns.found
     lines = ["| memory | tool | class-IL % | task-IL % | seconds per run |", "|---|---|---|---|---|"]
     lines += [table_row(tool, str(args.memory), values) for tool, values in found.items() if values]
@@ -323,12 +330,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                   f"{verdict([v[0] for v in found['clbench']], [run.best for run in authors_runs])}"]
     print("\n".join(lines))
     if args.results_file is not None:
+        extra = "".join([*(f" --authors-args={arg}" for arg in args.authors_args),
+                         *(f" --clbench-set {value}" for value in args.clbench_set),
+                         *([f" --only {args.only}"] if args.only else [])])
         command = (f"OMP_NUM_THREADS=1 python tools/side_by_side_gdumb.py --gdumb PATH/gdumb-copy --prepare-gdumb "
-                   f"--gdumb-python PYTHON --memory {args.memory} --seeds {args.seeds} --results-file "
+                   f"--gdumb-python PYTHON --memory {args.memory} --seeds {args.seeds}{extra} --results-file "
                    f"{args.results_file}")
         seeds_text = ",".join(str(seed) for seed in turns.kept)
-        write_results(args.results_file, records_of(args.memory, found, authors_runs, seeds_text, current_commit()),
-                      command)
+        write_results(args.results_file, records_of(args.memory, found, authors_runs, seeds_text, current_commit(),
+                                                     args.authors_args, args.clbench_set), command)
 
 
 if __name__ == "__main__":

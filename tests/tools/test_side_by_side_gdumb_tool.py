@@ -133,3 +133,15 @@ def test_the_results_file_holds_both_tools_and_the_best_pass_and_replaces_rows(t
     assert data["measured"]["commands"] == ["command one", "command two"]  # not twice
     rendered = load_tool("docs_reference").results_table("mnist-gdumb-authors", "TABLE", folder=tmp_path)
     assert rendered[0].startswith("| memory | run | class-IL % |") and len(rendered) == 2 + 4
+
+
+def test_an_ablation_names_its_arguments_in_its_rows() -> None:
+    tool = load_tool("side_by_side_gdumb")
+    found = {"authors": [(70.0, 90.0, 100.0)], "clbench": [(85.0, 95.0, 20.0)]}
+    runs = [tool.AuthorsRun([71.0, 70.0], [91.0, 90.0], 71.0)]
+    records = tool.records_of(500, found, runs, "0", "c", ["--bn"], ["gdumb.maxlr=0.01"])
+    assert [record["id"] for record in records] == ["m500-authors-bn", "m500-authors-bn-best",
+                                                    "m500-clbench-maxlr0.01"]
+    assert records[0]["run"] == "authors' main.py --bn, last pass"
+    assert records[1]["class_il"] == "71.0 (0.0)" and records[1]["task_il"] == "91.0 (0.0)"
+    assert records[2]["run"] == "clbench `gdumb` `gdumb.maxlr=0.01`"
