@@ -34,10 +34,10 @@ code:
   (`src/opts.py --batch_size 16`), SGD momentum 0.9, weight decay 1e-6 (`src/main.py` line 14, `src/opts.py`), lr
   0.005 for pass 0, 0.05 for pass 1, then CosineAnnealingWarmRestarts(T_0 1, T_mult 2, eta_min 0.0005) stepped
   once per pass (`src/main.py` lines 15-28), gradient norm clipped at 10 (line 88), cross-entropy over 10 outputs;
-- accuracy: after every pass, over the whole test set of the 10 digits (`src/main.py` `test`, lines 43-68):
+- accuracy: after every pass, over the whole test set of the 10 digits (`src/main.py` `test`, lines 45-68):
   `Acc`, the argmax over all 10 outputs (class-incremental), and `Task Acc`, the argmax within the true label's
   task (`src/utils.py` `get_accuracy`, task-incremental), each averaged over test images (not over tasks); the
-  number the code reports is the best `Acc` over the passes (`src/main.py` lines 33-39, "Training completed!
+  number the code reports is the best `Acc` over the passes (`src/main.py` lines 33-41, "Training completed!
   Acc"). This tool reads both from the per-pass `==> Test:` lines of their log: the last pass's (the verdict's,
   like for like with clbench) and the best pass's (what they report).
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from toolloader import load_tool
 
-# Three passes of the authors' main.py as its checkpoint.log writes them (src/main.py lines 31-40, 66-67, 91-92;
+# Three passes of the authors' main.py as its checkpoint.log writes them (src/main.py `experiment`, `test`, `train`;
 # src/utils.py get_logger's format), the values made up.
 LOG = """\
 [2026-11-26 10:37:10,001] INFO:utils:==> Opts for this training: Namespace(dataset='MNIST', memory_size=500)
