@@ -253,7 +253,7 @@ def write_results(path: Path, records: list[dict[str, str]], command: str | None
     columns = {"memory": "{memory}", "run": "{run}", "class-IL %": "{class_il}", "task-IL %": "{task_il}",
                "class-IL per seed": "{per_seed}", "seconds per run": "{seconds}", "at": "{commit}"}
     body = {"measured": {"commit": "per row (`at`)", "commands": commands}, "rows": ordered,
-            "tables": {"TABLE": {"columns": columns, "rows": [row["id"] for row in ordered]}}}
+            "tables": {"all": {"columns": columns, "rows": [row["id"] for row in ordered]}}}
     text = RESULTS_HEADER + yaml.safe_dump(body, sort_keys=False, width=120, allow_unicode=True)
     partial = path.with_suffix(".partial")
     partial.write_text(text)

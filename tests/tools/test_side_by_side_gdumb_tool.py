@@ -125,13 +125,13 @@ def test_the_results_file_holds_both_tools_and_the_best_pass_and_replaces_rows(t
     assert rows["m500-clbench"]["task_il"] == "95.5 (0.7)" and rows["m500-clbench"]["commit"] == "abc1234"
     assert rows["m300-clbench"]["class_il"] == "90.0 (0.0)" and rows["m300-clbench"]["seeds"] == "0"
     assert data["measured"]["commands"] == ["command one", "command two"]
-    assert data["tables"]["TABLE"]["rows"] == list(rows)
+    assert data["tables"]["all"]["rows"] == list(rows)
     tool.write_results(path, tool.records_of(500, {"authors": [], "clbench": [(70.0, 90.0, 5.0)]}, [], "0", "x"),
                        "command one")
     data = yaml.safe_load(path.read_text())
     assert [row["class_il"] for row in data["rows"] if row["id"] == "m500-clbench"] == ["70.0 (0.0)"]  # replaced
     assert data["measured"]["commands"] == ["command one", "command two"]  # not twice
-    rendered = load_tool("docs_reference").results_table("mnist-gdumb-authors", "TABLE", folder=tmp_path)
+    rendered = load_tool("docs_reference").results_table("mnist-gdumb-authors", "all", folder=tmp_path)
     assert rendered[0].startswith("| memory | run | class-IL % |") and len(rendered) == 2 + 4
 
 
