@@ -72,6 +72,7 @@ def is_complete_matrix(matrix: np.ndarray) -> bool:
     """True if every entry on and below the diagonal is a finite number."""
     return bool(np.isfinite(matrix[np.tril_indices(matrix.shape[0])]).all())
 
+
 def diverged_stage(stages: np.ndarray, losses: np.ndarray) -> int | None:
     """The first stage at which a run's evaluation loss is not finite, when every loss at initialisation (stage 0)
     is: where its network diverged (NaN or infinite weights give a NaN or infinite loss on every later evaluation).
@@ -83,7 +84,6 @@ def diverged_stage(stages: np.ndarray, losses: np.ndarray) -> int | None:
         return None
     broken = stages[~np.isfinite(losses)]
     return int(broken.min()) if broken.size else None
-
 
 
 def random_reference(random_matrix: np.ndarray, per_stage: bool = False) -> np.ndarray:

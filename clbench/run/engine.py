@@ -290,6 +290,8 @@ def _train_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: 
     the loggers, then to the observer; the stage's evaluation to the loggers before its checkpoint is written (a
     run stopped in between logs it again when it resumes, after the loggers dropped it)."""
 
+    warned: list[int] = []  # the epoch of this task's first non-finite training loss, once warned of
+
     def epoch_finished(epoch: EpochLog) -> None:
         if not math.isfinite(epoch.train_loss) and not warned:
             warned.append(epoch.epoch)
@@ -299,8 +301,6 @@ def _train_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: 
                         "names the run", plan.run_id, stage + 1, epoch.train_loss, epoch.epoch)
         run_log.epoch_finished(epoch)
         observer.epoch_finished(plan, epoch)
-
-    warned: list[int] = []
 
     observer.task_started(plan, stage)
     task_log = approach.learn_task(stage, tasks, epoch_finished)
