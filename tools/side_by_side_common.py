@@ -123,3 +123,22 @@ def table_row(tool: str, name: str, found: list[Found]) -> str:
     (c_mean, c_std), (t_mean, t_std) = mean_std(class_il), mean_std(task_il)
     return (f"| {name} | {tool} | {c_mean:.1f} ({c_std:.1f}) | {t_mean:.1f} ({t_std:.1f}) | "
             f"{statistics.median(seconds):.1f} |")
+
+
+def current_commit() -> str:
+    """The repository's short HEAD, for the `at` column of a results file; "unknown" outside a git checkout."""
+    done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """`text` into `path` through a sibling `.partial` file renamed over it: a reader never sees half a file."""
+    partial = path.with_suffix(".partial")
+    partial.write_text(text)
+    partial.replace(path)
+
+
+def unknown_methods(requested: str, known: Sequence[str]) -> str | None:
+    """The error for a comma-separated `--methods` naming a method the tool does not know; None when all are known."""
+    unknown = [name for name in requested.split(",") if name not in known]
+    return f"unknown method(s) {', '.join(unknown)}: choose among {', '.join(known)}" if unknown else None

@@ -61,7 +61,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from side_by_side_common import REPO, in_turns, run_clbench, table_row, timed, verdict
+from side_by_side_common import REPO, in_turns, run_clbench, table_row, timed, unknown_methods, verdict
 
 SPEC = "seq-mnist"  # clbench's base spec (MNIST, 5 tasks of 2 digits in order, 784-100-100, class scenario)
 
@@ -221,9 +221,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--prepare-facil", action="store_true", help="gunzip MNIST into DIR and apply the patches")
     args = parser.parse_args(argv)
     args.facil, args.log_dir = args.facil.resolve(), args.log_dir.resolve()
-    unknown = [name for name in args.methods.split(",") if name not in METHODS]
-    if unknown:
-        parser.error(f"unknown method(s) {', '.join(unknown)}: choose among {', '.join(METHODS)}")
+    problem = unknown_methods(args.methods, list(METHODS))
+    if problem:
+        parser.error(problem)
     if args.prepare_facil:
         prepare_facil(args.facil, args.mirror)
     lines = ["| method | tool | class-IL (TAg) % | task-IL (TAw) % | seconds per run |", "|---|---|---|---|---|"]

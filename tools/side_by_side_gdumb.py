@@ -85,12 +85,22 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from side_by_side_common import REPO, Found, in_turns, mean_std, run_clbench, table_row, timed, verdict
+from side_by_side_common import (
+    REPO,
+    Found,
+    current_commit,
+    in_turns,
+    mean_std,
+    run_clbench,
+    table_row,
+    timed,
+    verdict,
+    write_atomically,
+)
 
 SPEC = "mnist5"  # clbench's base spec: split MNIST in 5 tasks of 2 digits, in order
 WIDTH = 100  # the authors' --width for memories 300 and 500 (scripts/replicate.sh lines 5-6)
@@ -255,14 +265,7 @@ def write_results(path: Path, records: list[dict[str, str]], command: str | None
     body = {"measured": {"commit": "per row (`at`)", "commands": commands}, "rows": ordered,
             "tables": {"all": {"columns": columns, "rows": [row["id"] for row in ordered]}}}
     text = RESULTS_HEADER + yaml.safe_dump(body, sort_keys=False, width=120, allow_unicode=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text(text)
-    partial.replace(path)
-
-
-def current_commit() -> str:
-    done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
+    write_atomically(path, text)
 
 
 def records_of(memory: int, found: dict[str, list[Found]], runs: list[AuthorsRun], seeds: str, commit: str,

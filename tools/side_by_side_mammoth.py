@@ -42,12 +42,24 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from side_by_side_common import REPO, Diverged, Found, in_turns, mean_std, run_clbench, table_row, timed, verdict
+from side_by_side_common import (
+    REPO,
+    Diverged,
+    Found,
+    current_commit,
+    in_turns,
+    mean_std,
+    run_clbench,
+    table_row,
+    timed,
+    unknown_methods,
+    verdict,
+    write_atomically,
+)
 
 LAUNCHER = REPO / "tools" / "speed_seq_mnist.py"
 MAMMOTH_COMMON = ["--dataset", "seq-mnist", "--n_epochs", "1", "--batch_size", "10", "--num_workers", "0",
@@ -237,9 +249,7 @@ def write_results(path: Path, records: list[dict[str, str]], command: str | None
         "rows": [pair["id"] for pair in pairs]}
     body = {"measured": {"commit": "per row (`at`)", "commands": commands}, "rows": ordered + pairs, "tables": tables}
     text = RESULTS_HEADER + yaml.safe_dump(body, sort_keys=False, width=120, allow_unicode=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text(text)
-    partial.replace(path)
+    write_atomically(path, text)
 
 
 def retime(path: Path, records: list[dict[str, str]]) -> None:
@@ -279,11 +289,6 @@ def diverged_in_output(text: str) -> dict[str, set[int]]:
         if match:
             diverged.setdefault(match.group(1), set()).add(int(match.group(3)))
     return diverged
-
-
-def current_commit() -> str:
-    done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
 
 
 def rederive(args: argparse.Namespace) -> None:
@@ -331,9 +336,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         rederive(args)
         return
     args.mammoth, args.log_dir = args.mammoth.resolve(), args.log_dir.resolve()
-    unknown = [name for name in args.methods.split(",") if name not in METHODS]
-    if unknown:
-        parser.error(f"unknown method(s) {', '.join(unknown)}: choose among {', '.join(METHODS)}")
+    problem = unknown_methods(args.methods, list(METHODS))
+    if problem:
+        parser.error(problem)
     if args.prepare_mammoth_data:
         prepare_mammoth_data(args.mammoth, args.mirror)
     lines = ["| method | tool | class-IL % | task-IL % | seconds per run |", "|---|---|---|---|---|"]

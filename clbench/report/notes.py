@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shlex
 
+import numpy as np
+
 from clbench import metrics
 from clbench.report.formatting import format_seeds
 from clbench.report.loading import DOMAIN, REFERENCES, Results
@@ -103,7 +105,8 @@ def diverged_notes(results: Results) -> list[str]:
     if rows is None or rows.empty or "loss" not in rows:
         return []
     notes = []
-    for run_id, group in rows.groupby("run_id", sort=True):
+    suspects = rows["run_id"][~np.isfinite(rows["loss"].to_numpy(dtype=float))].unique()  # usually the random runs
+    for run_id, group in rows[rows["run_id"].isin(suspects)].groupby("run_id", sort=True):
         stage = metrics.diverged_stage(group["stage"].to_numpy(), group["loss"].to_numpy())
         if stage is None or run_id not in results.info:
             continue
