@@ -31,7 +31,9 @@ target: max(2 x Mammoth's std, 1 point) of Mammoth's mean.
 A method's entry in METHODS states both tools' arguments for one buffer size; every value cites where it was read
 (Mammoth's utils/best_args.py or models/config/*.yaml where they have seq-mnist values; otherwise one stated set,
 the same in both tools). Protocol differences that stay (input normalisation, the heads) are named in
-benchmarks/seq-mnist.yaml.
+benchmarks/seq-mnist.yaml. `--inputs raw` removes the first: clbench then runs with `--set data.normalize=false`,
+the [0, 1] pixels Mammoth's seq-mnist feeds (its transform is ToTensor alone), and its rows are kept apart from the
+spec's (ids ending in -raw, the inputs column "[0, 1]").
 """
 
 from __future__ import annotations
@@ -140,6 +142,11 @@ METHODS: dict[str, Method] = {
 }
 
 
+def clbench_inputs(inputs: str) -> list[str]:
+    """clbench's --set values for `--inputs`: none for the spec's, `data.normalize=false` for Mammoth's raw pixels."""
+    return ["data.normalize=false"] if inputs == "raw" else []
+
+
 # ------------------------------------------------------------------------------------------------------- Mammoth
 def prepare_mammoth_data(mammoth: Path, mirror: Path) -> None:
     """MNIST's idx files gunzipped into DIR/data/MNIST/raw and linked where torchvision's MNIST classes look."""
@@ -199,12 +206,23 @@ RESULTS_HEADER = """\
 """
 
 
+RAW_INPUTS = "[0, 1]"          # Mammoth's seq-mnist inputs, and clbench's with data.normalize false
+SPEC_INPUTS = "normalised"     # the seq-mnist spec's: (pixel / 255 - 0.1307) / 0.3081
+
+
+def inputs_of(tool: str, raw: bool) -> str:
+    """What a tool's row was fed: Mammoth always [0, 1] pixels; clbench the spec's unless `--inputs raw`."""
+    return RAW_INPUTS if tool == "Mammoth" or raw else SPEC_INPUTS
+
+
 def row_record(name: str, buffer: int, tool: str, found: list[Found], seeds: str,
-               commit: str) -> dict[str, str]:
-    """One results-file row: a tool's numbers for a method at a buffer size."""
+               commit: str, raw: bool = False) -> dict[str, str]:
+    """One results-file row: a tool's numbers for a method at a buffer size (clbench's with [0, 1] inputs: `raw`)."""
     class_il, task_il, seconds = zip(*found, strict=True)
     (c_mean, c_std), (t_mean, t_std) = mean_std(class_il), mean_std(task_il)
-    return {"id": f"{name}-{buffer}-{tool.lower()}", "method": name, "buffer": str(buffer), "tool": tool,
+    suffix = "-raw" if raw and tool != "Mammoth" else ""
+    return {"id": f"{name}-{buffer}-{tool.lower()}{suffix}", "method": name, "buffer": str(buffer), "tool": tool,
+            "inputs": inputs_of(tool, raw),
             "class_il": f"{c_mean:.1f} ({c_std:.1f})", "task_il": f"{t_mean:.1f} ({t_std:.1f})",
             "per_seed": ", ".join(f"{value:.2f}" for value in class_il), "seeds": seeds,
             "seconds": f"{statistics.median(seconds):.1f}", "commit": commit}
@@ -216,8 +234,10 @@ def pair_record(mammoth: dict[str, str], ours: dict[str, str]) -> dict[str, str]
         return [float(value) for value in row["per_seed"].split(", ")]
 
     word = verdict(seeds(ours), seeds(mammoth)).split(" (")[0]
-    return {"id": f"{ours['method']}-{ours['buffer']}", "method": ours["method"], "buffer": ours["buffer"],
-            "tool": "both", "mammoth_class_il": mammoth["class_il"], "clbench_class_il": ours["class_il"],
+    suffix = "-raw" if ours["inputs"] == RAW_INPUTS else ""
+    return {"id": f"{ours['method']}-{ours['buffer']}{suffix}", "method": ours["method"], "buffer": ours["buffer"],
+            "tool": "both", "clbench_inputs": ours["inputs"],
+            "mammoth_class_il": mammoth["class_il"], "clbench_class_il": ours["class_il"],
             "mammoth_task_il": mammoth["task_il"], "clbench_task_il": ours["task_il"],
             "mammoth_seconds": mammoth["seconds"], "clbench_seconds": ours["seconds"], "within": word}
 
@@ -228,13 +248,16 @@ def write_results(path: Path, records: list[dict[str, str]], command: str | None
     import yaml
 
     data = yaml.safe_load(path.read_text()) if path.exists() else {}
-    rows = {row["id"]: row for row in data.get("rows", []) if row["tool"] != "both"}
+    rows = {row["id"]: {**row, "inputs": row.get("inputs") or inputs_of(row["tool"], False)}
+            for row in data.get("rows", []) if row["tool"] != "both"}
     rows.update({record["id"]: record for record in records})
-    ordered = sorted(rows.values(), key=lambda row: (row["method"], -int(row["buffer"]), row["tool"] != "Mammoth"))
+    ordered = sorted(rows.values(), key=lambda row: (row["method"], -int(row["buffer"]), row["tool"] != "Mammoth",
+                                                     row["inputs"] == RAW_INPUTS))
     pairs = [pair_record(rows[f"{row['method']}-{row['buffer']}-mammoth"], row) for row in ordered
              if row["tool"] == "clbench" and f"{row['method']}-{row['buffer']}-mammoth" in rows]
     commands = list(dict.fromkeys([*data.get("measured", {}).get("commands", []), *([command] if command else [])]))
-    columns = {"method": "`{method}`", "buffer": "{buffer}", "tool": "{tool}", "class-IL %": "{class_il}",
+    columns = {"method": "`{method}`", "buffer": "{buffer}", "tool": "{tool}", "inputs": "{inputs}",
+               "class-IL %": "{class_il}",
                "task-IL %": "{task_il}", "class-IL per seed": "{per_seed}", "seconds per run": "{seconds}",
                "at": "{commit}"}
     tables: dict[str, dict] = {"all": {"columns": columns, "rows": [row["id"] for row in ordered]}}
@@ -242,7 +265,8 @@ def write_results(path: Path, records: list[dict[str, str]], command: str | None
         tables[method] = {"columns": {key: value for key, value in columns.items() if key != "method"},
                           "rows": [row["id"] for row in ordered if row["method"] == method]}
     tables["pairs"] = {"columns": {
-        "method": "`{method}`", "buffer": "{buffer}", "class-IL % Mammoth": "{mammoth_class_il}",
+        "method": "`{method}`", "buffer": "{buffer}", "clbench's inputs": "{clbench_inputs}",
+        "class-IL % Mammoth": "{mammoth_class_il}",
         "class-IL % clbench": "{clbench_class_il}", "task-IL % Mammoth": "{mammoth_task_il}",
         "task-IL % clbench": "{clbench_task_il}", "s/run Mammoth": "{mammoth_seconds}",
         "s/run clbench": "{clbench_seconds}", "class-IL target": "{within}"},
@@ -299,12 +323,12 @@ def rederive(args: argparse.Namespace) -> None:
         # a seed on which a tool diverged is left out of every tool's numbers, as when the comparison ran
         kept = sorted((seed, values) for seed, values in seeds if seed not in diverged.get(name, set()))
         records.append(row_record(name, args.buffer, tool, [values for _, values in kept],
-                                  ",".join(str(seed) for seed, _ in kept), args.at))
+                                  ",".join(str(seed) for seed, _ in kept), args.at, args.inputs == "raw"))
     if not records:
         raise SystemExit(f"no per-seed lines ('METHOD TOOL seed S: class-IL ...') in {args.from_output}")
     command = (f"OMP_NUM_THREADS=1 python tools/side_by_side_mammoth.py --mammoth PATH/mammoth --mammoth-python "
                f"PYTHON --methods METHOD --buffer {args.buffer} --seeds 0,1,2 --mirror ../shared/data "
-               f"--results-file {args.results_file}")
+               f"--results-file {args.results_file}{' --inputs raw' if args.inputs == 'raw' else ''}")
     write_results(args.results_file, records, command)
 
 
@@ -318,6 +342,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--log-dir", type=Path, default=Path("side-by-side-mammoth"))
     parser.add_argument("--only", choices=["mammoth", "clbench"], default=None)
+    parser.add_argument("--inputs", choices=["spec", "raw"], default="spec",
+                        help="clbench's inputs: the seq-mnist spec's normalised ones, or raw: [0, 1] pixels as "
+                             "Mammoth's (--set data.normalize=false; rows apart, ids ending in -raw)")
     parser.add_argument("--prepare-mammoth-data", action="store_true", help="gunzip and link MNIST for Mammoth")
     parser.add_argument("--results-file", type=Path, default=None,
                         help="write the rows into this docs results file (docs/results/seq-mnist-mammoth.yaml)")
@@ -349,10 +376,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             "Mammoth": lambda seed, method=method: run_mammoth(args, method, seed),
             "clbench": lambda seed, name=name, method=method: run_clbench(
                 args.log_dir / "clbench" / f"{name}-b{args.buffer}-s{seed}", "seq-mnist", name, seed,
-                method.clbench(args.buffer), args.mirror)}, args.only)
+                [*method.clbench(args.buffer), *clbench_inputs(args.inputs)], args.mirror)}, args.only)
         found, kept = turns.found, ",".join(str(seed) for seed in turns.kept)
         lines += [table_row(tool, name, values) for tool, values in found.items() if values]
-        records += [row_record(name, args.buffer, tool, values, kept, commit)
+        records += [row_record(name, args.buffer, tool, values, kept, commit, args.inputs == "raw")
                     for tool, values in found.items() if values]
         if all(found.values()):
             verdicts.append(f"{name}, buffer {args.buffer}: clbench's class-IL mean "
@@ -363,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.results_file is not None:
         command = (f"OMP_NUM_THREADS=1 python tools/side_by_side_mammoth.py --mammoth PATH/mammoth --mammoth-python "
                    f"PYTHON --methods METHOD --buffer {args.buffer} --seeds {args.seeds} --mirror ../shared/data "
-                   f"--results-file {args.results_file}")
+                   f"--results-file {args.results_file}{' --inputs raw' if args.inputs == 'raw' else ''}")
         if args.seconds_only:
             retime(args.results_file, records)
         else:

@@ -155,7 +155,7 @@ def build_tasks(spec: DataSpec, seed: int, load: DatasetLoader, device: torch.de
         if problem is not None:
             raise ClbenchError(problem)
     flatten = spec.form == "mnist28"
-    transform = _transform(raws, flatten).to(torch.device(device))
+    transform = _transform(raws, flatten, spec.normalize).to(torch.device(device))
     split_rng = numpy_generator(seed, "validation-split")
     sample_rng = numpy_generator(seed, "subsample")
     cache = InputCache(cache_bytes)
@@ -165,9 +165,12 @@ def build_tasks(spec: DataSpec, seed: int, load: DatasetLoader, device: torch.de
     return TaskSequence(tasks, input_shape)
 
 
-def _transform(raws: Sequence[RawTask], flatten: bool) -> InputTransform:
+def _transform(raws: Sequence[RawTask], flatten: bool, normalize: bool = True) -> InputTransform:
+    """Each task's tables: its data set's mean and std, or 0 and 1 (`data.normalize` false: pixels / 255)."""
     mean = torch.tensor([raw.mean for raw in raws], dtype=torch.float32)
     std = torch.tensor([raw.std for raw in raws], dtype=torch.float32)
+    if not normalize:
+        mean, std = torch.zeros_like(mean), torch.ones_like(std)
     permutations = None
     if raws[0].permutation is not None:
         permutations = torch.from_numpy(np.stack([raw.permutation for raw in raws])).long()

@@ -58,6 +58,8 @@ class DataSpec:
     augment: bool = field(False, doc="random crop (padding 4, zeros) and horizontal flip of every training batch and "
                                      "replayed batch (Mammoth's seq-cifar10 TRANSFORM); image32 only; never on "
                                      "validation or test", added=True)
+    normalize: bool = field(True, doc="inputs normalised by each data set's per-channel mean and std (paper, "
+                                      "FACIL); false: the pixels / 255, in [0, 1] (Mammoth's seq-mnist)", added=True)
     scenario: str = field("task", doc="task: the task id is given (one head per task, the paper's setting); "
                                       "class: no task id, one output over every class seen so far (FACIL's "
                                       "task-agnostic training: cross-entropy over the seen tasks' heads, or over "

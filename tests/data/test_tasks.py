@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -10,6 +12,7 @@ from synthetic import synthetic_loader, tiny_spec
 from clbench.data.tasks import build_tasks, head_sizes_for, stratified_subsample, task_order, validation_split
 from clbench.errors import SpecError
 from clbench.spec import DataSpec, class_blocks
+from clbench.spec.fields import identity_dict
 
 
 def test_split_relabels_class_blocks() -> None:
@@ -37,6 +40,25 @@ def test_permuted_tasks_apply_their_own_permutation() -> None:
     assert batch0.inputs.shape == (4, 784)
     assert not torch.equal(batch0.inputs, batch1.inputs)
     assert torch.allclose(batch0.inputs.sort(1).values, batch1.inputs.sort(1).values)  # same pixels, permuted
+
+
+def test_normalize_false_feeds_pixels_over_255_and_true_the_standardised_pixels() -> None:
+    """`data.normalize`: false gives Mammoth's seq-mnist inputs (uint8 / 255); true subtracts the data set's mean
+    and divides by its std. Expected values from the stored uint8 images and the data set's own statistics."""
+    spec = DataSpec(kind="split", datasets=("mnist",), form="mnist28", classes_per_task=(5,), shuffle_tasks=False)
+    raw = build_tasks(replace(spec, normalize=False), 0, synthetic_loader())[0].test
+    normalised = build_tasks(spec, 0, synthetic_loader())[0].test
+    images = raw.images[:3].reshape(3, -1).double()
+    assert torch.allclose(raw.batch(slice(0, 3)).inputs.double(), images / 255, atol=1e-7)
+    mean, std = synthetic_loader()("mnist", "mnist28").mean[0], synthetic_loader()("mnist", "mnist28").std[0]
+    assert torch.allclose(normalised.batch(slice(0, 3)).inputs.double(), (images / 255 - mean) / std, atol=1e-5)
+
+
+def test_normalize_left_at_its_default_keeps_the_run_identity() -> None:
+    """A field added after results were stored: at its default it is not in the hashed config; false is."""
+    spec = DataSpec(kind="split", datasets=("mnist",), form="mnist28", classes_per_task=(5,))
+    assert "normalize" not in identity_dict(spec)
+    assert identity_dict(replace(spec, normalize=False))["normalize"] is False
 
 
 def test_stratified_subsample_keeps_class_proportions() -> None:

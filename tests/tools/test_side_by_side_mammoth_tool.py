@@ -170,7 +170,8 @@ def test_rows_read_back_from_a_saved_output_keep_only_the_seeds_both_tools_finis
         "xder Mammoth seed 8: class-IL 77.00, task-IL 99.20, 30.0 s",
         "xder clbench seed 8: class-IL 74.00, task-IL 99.40, 15.0 s"]))
     results = tmp_path / "results.yaml"
-    tool.rederive(argparse.Namespace(from_output=output, results_file=results, buffer=500, at="abc1234"))
+    tool.rederive(argparse.Namespace(from_output=output, results_file=results, buffer=500, at="abc1234",
+                                     inputs="spec"))
     rows = {row["id"]: row for row in yaml.safe_load(results.read_text())["rows"]}
     assert rows["xder-500-clbench"]["per_seed"] == "72.00, 74.00"  # not 71.00: Mammoth has no seed 7
     assert rows["xder-500-clbench"]["seeds"] == "6,8"
@@ -193,3 +194,44 @@ def test_a_clbench_run_whose_network_diverged_is_a_divergence_not_an_accuracy(tm
     rows.loc[4, "loss"] = math.nan
     with pytest.raises(common.Diverged, match="diverged while learning task 2"):
         common.clbench_final(rows, tmp_path)
+
+
+def test_raw_inputs_rows_stand_apart_and_pair_with_mammoths_own(tmp_path) -> None:
+    """`--inputs raw`: clbench's rows with Mammoth's [0, 1] pixels get their own ids and pair, beside the spec's."""
+    tool = load_tool("side_by_side_mammoth")
+    path = tmp_path / "r.yaml"
+    mammoth = tool.row_record("xder", 500, "Mammoth", [(76.0, 99.0, 30.0), (76.0, 99.0, 30.0)], "0,2", "c")
+    spec = tool.row_record("xder", 500, "clbench", [(72.0, 99.0, 9.0), (72.0, 99.0, 9.0)], "0,2", "c")
+    raw = tool.row_record("xder", 500, "clbench", [(75.5, 99.0, 9.0), (75.5, 99.0, 9.0)], "0,2", "c", raw=True)
+    assert (raw["id"], raw["inputs"], spec["inputs"], mammoth["inputs"]) == (
+        "xder-500-clbench-raw", "[0, 1]", "normalised", "[0, 1]")
+    tool.write_results(path, [mammoth, spec, raw], "command")
+    data = yaml.safe_load(path.read_text())
+    pairs = {row["id"]: row for row in data["rows"] if row["tool"] == "both"}
+    # target max(2 x 0, 1) = 1: 4.0 away with the spec's inputs, 0.5 with Mammoth's
+    assert pairs["xder-500"]["within"] == "NOT within" and pairs["xder-500-raw"]["within"] == "within"
+    assert pairs["xder-500-raw"]["clbench_inputs"] == "[0, 1]"
+    assert data["tables"]["xder"]["rows"] == ["xder-500-mammoth", "xder-500-clbench", "xder-500-clbench-raw"]
+
+
+def test_rows_written_before_the_inputs_column_read_as_the_spec_s_inputs(tmp_path) -> None:
+    tool = load_tool("side_by_side_mammoth")
+    path = tmp_path / "r.yaml"
+    old = [{**tool.row_record("er", 500, name, [(90.0, 99.0, 1.0)], "0", "c")} for name in ("Mammoth", "clbench")]
+    for row in old:
+        row.pop("inputs")
+    path.write_text(yaml.safe_dump({"rows": old}))
+    tool.write_results(path, [], None)
+    rows = {row["id"]: row for row in yaml.safe_load(path.read_text())["rows"]}
+    assert (rows["er-500-mammoth"]["inputs"], rows["er-500-clbench"]["inputs"]) == ("[0, 1]", "normalised")
+
+
+def test_raw_inputs_run_clbench_with_normalize_false(monkeypatch, tmp_path) -> None:
+    tool = load_tool("side_by_side_mammoth")
+    seen = []
+    monkeypatch.setattr(tool, "run_clbench", lambda folder, spec, name, seed, values, mirror:
+                        seen.append(list(values)) or (80.0, 99.0, 1.0))
+    for inputs in ("spec", "raw"):
+        tool.main(["--mammoth", str(tmp_path), "--mammoth-python", "python", "--methods", "er", "--seeds", "0",
+                   "--only", "clbench", "--inputs", inputs, "--log-dir", str(tmp_path / "logs")])
+    assert seen == [[], ["data.normalize=false"]]
