@@ -106,14 +106,16 @@ METHODS: dict[str, Method] = {
     # --val-exemplar-percentage 0.1, --num-bias-epochs 200; train_loop's bias fit: SGD at the network's lr (0.1 here),
     # momentum 0.9, 0.1 x beta^2 / 2; exemplars: a fixed memory of `buffer` samples chosen by herding. clbench's
     # seq-mnist bic section has Mammoth's bias fit and lr 0.03: FACIL's values are set here, the lr on bic's own
-    # section (it takes precedence over training.lr).
+    # section (it takes precedence over training.lr). FACIL's stage 3 (`collect_exemplars` over the loader of the
+    # task's data and the exemplars together) herds again among an earlier class's stored exemplars with the current
+    # network: clbench's reselect_old true.
     "bic": Method("bic",
                   lambda b: ["--num-exemplars", str(b), "--exemplar-selection", "herding", "--lamb", "-1", "--T", "2",
                              "--val-exemplar-percentage", "0.1", "--num-bias-epochs", "200"],
                   lambda b: [f"bic.buffer_size={b}", "bic.lamb=-1", "bic.temperature=2", "bic.val_fraction=0.1",
                              "bic.bias_epochs=200", "bic.bias_optimizer=sgd", "bic.bias_lr=0", "bic.bias_momentum=0.9",
-                             "bic.beta_l2=0.1", "bic.selection=herding", "bic.clip_grad_norm=10000",
-                             "bic.training.lr=0.1"],
+                             "bic.beta_l2=0.1", "bic.selection=herding", "bic.reselect_old=true",
+                             "bic.clip_grad_norm=10000", "bic.training.lr=0.1"],
                   "FACIL src/approach/bic.py extra_parser defaults"),
 }
 

@@ -228,18 +228,21 @@ def row_record(name: str, buffer: int, tool: str, found: list[Found], seeds: str
             "seconds": f"{statistics.median(seconds):.1f}", "commit": commit}
 
 
-def pair_record(mammoth: dict[str, str], ours: dict[str, str]) -> dict[str, str]:
-    """One method at one buffer, both tools side by side, with the target's verdict from the per-seed class-IL."""
+def pair_record(mammoth: dict[str, str], ours: dict[str, str], raw: dict[str, str] | None = None) -> dict[str, str]:
+    """One method at one buffer, both tools side by side, with the target's verdict from the per-seed class-IL;
+    `raw`: clbench's row with Mammoth's [0, 1] inputs, if measured (its class-IL and verdict beside)."""
     def seeds(row: dict[str, str]) -> list[float]:
         return [float(value) for value in row["per_seed"].split(", ")]
 
-    word = verdict(seeds(ours), seeds(mammoth)).split(" (")[0]
-    suffix = "-raw" if ours["inputs"] == RAW_INPUTS else ""
-    return {"id": f"{ours['method']}-{ours['buffer']}{suffix}", "method": ours["method"], "buffer": ours["buffer"],
-            "tool": "both", "clbench_inputs": ours["inputs"],
-            "mammoth_class_il": mammoth["class_il"], "clbench_class_il": ours["class_il"],
+    def word(row: dict[str, str]) -> str:
+        return verdict(seeds(row), seeds(mammoth)).split(" (")[0]
+
+    return {"id": f"{ours['method']}-{ours['buffer']}", "method": ours["method"], "buffer": ours["buffer"],
+            "tool": "both", "mammoth_class_il": mammoth["class_il"], "clbench_class_il": ours["class_il"],
+            "clbench_raw_class_il": raw["class_il"] if raw else "-",
             "mammoth_task_il": mammoth["task_il"], "clbench_task_il": ours["task_il"],
-            "mammoth_seconds": mammoth["seconds"], "clbench_seconds": ours["seconds"], "within": word}
+            "mammoth_seconds": mammoth["seconds"], "clbench_seconds": ours["seconds"], "within": word(ours),
+            "within_raw": word(raw) if raw else "-"}
 
 
 def write_results(path: Path, records: list[dict[str, str]], command: str | None) -> None:
@@ -253,8 +256,8 @@ def write_results(path: Path, records: list[dict[str, str]], command: str | None
     rows.update({record["id"]: record for record in records})
     ordered = sorted(rows.values(), key=lambda row: (row["method"], -int(row["buffer"]), row["tool"] != "Mammoth",
                                                      row["inputs"] == RAW_INPUTS))
-    pairs = [pair_record(rows[f"{row['method']}-{row['buffer']}-mammoth"], row) for row in ordered
-             if row["tool"] == "clbench" and f"{row['method']}-{row['buffer']}-mammoth" in rows]
+    pairs = [pair_record(rows[f"{row['id'][:-len('-clbench')]}-mammoth"], row, rows.get(f"{row['id']}-raw"))
+             for row in ordered if row["id"].endswith("-clbench") and f"{row['id'][:-len('-clbench')]}-mammoth" in rows]
     commands = list(dict.fromkeys([*data.get("measured", {}).get("commands", []), *([command] if command else [])]))
     columns = {"method": "`{method}`", "buffer": "{buffer}", "tool": "{tool}", "inputs": "{inputs}",
                "class-IL %": "{class_il}",
@@ -265,11 +268,12 @@ def write_results(path: Path, records: list[dict[str, str]], command: str | None
         tables[method] = {"columns": {key: value for key, value in columns.items() if key != "method"},
                           "rows": [row["id"] for row in ordered if row["method"] == method]}
     tables["pairs"] = {"columns": {
-        "method": "`{method}`", "buffer": "{buffer}", "clbench's inputs": "{clbench_inputs}",
-        "class-IL % Mammoth": "{mammoth_class_il}",
-        "class-IL % clbench": "{clbench_class_il}", "task-IL % Mammoth": "{mammoth_task_il}",
+        "method": "`{method}`", "buffer": "{buffer}", "class-IL % Mammoth": "{mammoth_class_il}",
+        "class-IL % clbench": "{clbench_class_il}", "target": "{within}",
+        "class-IL % clbench, [0, 1] inputs": "{clbench_raw_class_il}", "target, [0, 1] inputs": "{within_raw}",
+        "task-IL % Mammoth": "{mammoth_task_il}",
         "task-IL % clbench": "{clbench_task_il}", "s/run Mammoth": "{mammoth_seconds}",
-        "s/run clbench": "{clbench_seconds}", "class-IL target": "{within}"},
+        "s/run clbench": "{clbench_seconds}"},
         "rows": [pair["id"] for pair in pairs]}
     body = {"measured": {"commit": "per row (`at`)", "commands": commands}, "rows": ordered + pairs, "tables": tables}
     text = RESULTS_HEADER + yaml.safe_dump(body, sort_keys=False, width=120, allow_unicode=True)

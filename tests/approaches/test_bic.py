@@ -225,3 +225,26 @@ def test_bic_runs_the_shipped_cifar_specs_on_synthetic_images(benchmark: str, se
     stages = frame["stage"].max()
     extra = load_checkpoint(plan.run_dir, stages - 1)["approach"]["extra"]
     assert extra["bias_alpha"][1].item() != 1.0  # fitted after the second task
+
+
+@pytest.mark.parametrize(("reselect_old", "kept"), [(False, [0, 3, 6, 9]), (True, [2, 5, 8, 11])])
+def test_earlier_classes_keep_their_first_exemplars_or_reselect_them_by_herding(reselect_old: bool,
+                                                                                kept: list[int]) -> None:
+    """After task 1 (8 classes seen, buffer 16: m 2, v 1) each earlier class keeps m - v = 1 training exemplar.
+    Stored: 3 per class (images filled with their index 0..11), features per class [1, 0], [0, 1], [1, 1]: the
+    normalised mean is on the diagonal, so herding's first pick is the third ([1, 1] / sqrt 2, at distance 0.195
+    of the mean (0.569, 0.569) against 0.714 for the other two). Without reselection the first of each class stays."""
+    spec = tiny_spec("mlp", scenario="class")
+    tasks = tiny_tasks(spec)
+    approach = make_approach("bic", spec, tasks, buffer_size=16, reselect_old=reselect_old)
+    approach.begin_task(0, tasks)
+    images = torch.arange(12, dtype=torch.uint8)[:, None, None, None].expand(12, 1, 28, 28).contiguous()
+    approach.buffer.set_contents(images, torch.arange(4).repeat_interleave(3), torch.zeros(12, dtype=torch.long))
+    designed = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]).repeat(4, 1)  # (12, 2)
+    real_features = approach.features_of
+    approach.features_of = lambda data: designed if len(data.labels) == 12 else real_features(data)[:, :2]
+    approach.select_exemplars(1, tasks[1].train)
+    stored = approach.buffer.contents()
+    old = stored.task_ids == 0
+    assert stored.images[old][:, 0, 0, 0].tolist() == kept
+    assert torch.bincount(stored.labels[~old], minlength=4).tolist() == [1, 1, 1, 1]  # the new classes' one each

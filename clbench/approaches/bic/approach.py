@@ -73,6 +73,11 @@ class BiCHyperparameters(ReplayHyperparameters):
                                     "code; Mammoth: none)", minimum=0.0)
     selection: str = field("herding", doc="new classes' training exemplars: herding (FACIL scripts' "
                                           "--exemplar-selection herding) or random", choices=SELECTIONS)
+    reselect_old: bool = field(False, doc="earlier classes' training exemplars after each task: false, the first "
+                                          "m - v of their order (iCaRL's Algorithm 5); true, chosen again among "
+                                          "those stored by `selection` with the current network (FACIL stage 3: "
+                                          "its selector runs over the task's data and the exemplars together)",
+                               added=True)
 
 
 class BiC(ReplayApproach):
@@ -210,28 +215,40 @@ class BiC(ReplayApproach):
         self.alpha[stage], self.beta[stage] = alpha, beta
 
     def select_exemplars(self, stage: int, train: LabelledData) -> None:
-        """m - v training exemplars per class seen: the first of each earlier class's, and for each new class the
-        first by herding (or a random order) among the task's training samples not held out."""
+        """m - v training exemplars per class seen: of each earlier class's, the first (or, `reselect_old`, those
+        `selection` picks among them), and of each new class those it picks among the task's training samples not
+        held out."""
         per_class, held = self.split(stage)
         count = per_class - held
         stored = self.buffer.contents()
-        old = self.first_of_each_class(self.global_labels(stored.labels, stored.task_ids),
-                                       range(self.context.class_offsets[stage]), count)
-        images = [stored.images.index_select(0, old.to(stored.images.device))]
-        labels, task_ids = [stored.labels.index_select(0, old)], [stored.task_ids.index_select(0, old)]
+        old_labels = self.global_labels(stored.labels, stored.task_ids)
+        old_classes = range(self.context.class_offsets[stage])
+        if self.hparams.reselect_old and len(stored.labels) > 0:
+            exemplars = LabelledData(stored.images, stored.labels, stored.task_ids, self.transform, -1)
+            old = self.chosen(old_labels, old_classes, count, exemplars)
+        else:
+            old = self.first_of_each_class(old_labels, old_classes, count)
         candidates = self.task_training_samples(stage, train)
-        features = self.features_of(candidates) if self.hparams.selection == "herding" else None
-        for label in range(self.context.head_sizes[stage]):
-            members = torch.nonzero(candidates.labels == label).squeeze(1)
+        new = self.chosen(candidates.labels, range(self.context.head_sizes[stage]), count, candidates)
+        old_images = stored.images.index_select(0, old.to(stored.images.device))
+        self.buffer.set_contents(
+            torch.cat([old_images, candidates.images.index_select(0, new)]),
+            torch.cat([stored.labels.index_select(0, old), candidates.labels.index_select(0, new)]),
+            torch.cat([stored.task_ids.index_select(0, old), torch.full_like(new, stage)]))
+
+    def chosen(self, labels: torch.Tensor, classes: range, count: int, data: LabelledData) -> torch.Tensor:
+        """Indices into `data` of `count` samples of each class in `classes`, class by class, in selection order:
+        herding on the current network's features, or a random order (`selection`)."""
+        features = self.features_of(data) if self.hparams.selection == "herding" else None
+        parts = []
+        for label in classes:
+            members = torch.nonzero(labels == label).squeeze(1)
             if features is not None:
                 order = herding_order(features[members], count).to(members.device)
             else:
                 order = torch.randperm(len(members), generator=self.replay_generator)[:count].to(members.device)
-            chosen = members[order]
-            images.append(candidates.images.index_select(0, chosen))
-            labels.append(candidates.labels.index_select(0, chosen))
-            task_ids.append(torch.full_like(chosen, stage))
-        self.buffer.set_contents(torch.cat(images), torch.cat(labels), torch.cat(task_ids))
+            parts.append(members[order])
+        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long, device=labels.device)
 
     # ------------------------------------------------------------------ prediction
     def predict_classes(self, inputs: torch.Tensor, n_tasks: int) -> torch.Tensor:
