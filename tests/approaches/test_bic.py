@@ -21,8 +21,10 @@ from clbench.approaches.bic.functions import (
     distillation_weight,
     fit_bias,
     held_out_per_class,
+    loss_weights,
 )
 from clbench.approaches.datatypes import StepInfo
+from clbench.errors import SpecError
 from clbench.run.checkpoints import load_checkpoint
 from clbench.run.engine import execute
 from clbench.run.plan import plan_runs
@@ -141,6 +143,23 @@ def test_the_loss_is_the_weighted_cross_entropy_and_distillation() -> None:
     fixed = make_approach("bic", spec, tiny_tasks(spec), lamb=2.0)
     fixed.load_state({"network": approach.snapshot(), "extra": approach.extra_state()})
     assert fixed.loss(batch, STEP).item() == pytest.approx(math.log(12) + 2 * distillation, rel=1e-4)
+    # Mammoth's schedule, during task 3 (stage 2): lambda = 1 / 3, the distillation times T^2 = 4
+    mammoth = make_approach("bic", spec, tiny_tasks(spec), lamb_schedule="mammoth")
+    mammoth.load_state({"network": approach.snapshot(), "extra": approach.extra_state()})
+    expected = (2 / 3) * math.log(12) + (1 / 3) * 4 * distillation
+    assert mammoth.loss(batch, STEP).item() == pytest.approx(expected, rel=1e-4)
+
+
+def test_the_loss_weights_of_each_schedule_by_hand() -> None:
+    assert loss_weights("paper", 4, 8, 10, 2.0) == pytest.approx((0.2, 0.8))  # lambda = 8 / 10
+    assert loss_weights("mammoth", 4, 8, 10, 2.0) == pytest.approx((0.8, 0.8))  # 1 - 1/5, 1/5 x 2^2
+    assert loss_weights("mammoth", 1, 2, 4, 3.0) == pytest.approx((0.5, 4.5))  # 1 - 1/2, 1/2 x 3^2
+
+
+def test_mammoths_schedule_with_a_fixed_lamb_is_refused_naming_both_keys() -> None:
+    spec = tiny_spec("mlp", scenario="class")
+    with pytest.raises(SpecError, match=r"bic.lamb_schedule.*'mammoth'.*bic.lamb.*2.0.*bic.lamb=-1"):
+        make_approach("bic", spec, tiny_tasks(spec), lamb=2.0, lamb_schedule="mammoth")
 
 
 def test_earlier_bias_layers_correct_both_networks_outputs_in_the_loss() -> None:

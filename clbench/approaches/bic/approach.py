@@ -35,9 +35,9 @@ from clbench.approaches import losses
 from clbench.approaches.bic.functions import (
     bias_correct,
     bic_distillation,
-    distillation_weight,
     fit_bias,
     held_out_per_class,
+    loss_weights,
 )
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
 from clbench.approaches.previous_model import PreviousModel
@@ -45,9 +45,11 @@ from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparame
 from clbench.approaches.replay.buffer import ReplayBuffer
 from clbench.approaches.replay.functions import herding_order
 from clbench.data.batches import Batch, LabelledData, TaskSequence
+from clbench.errors import SpecError
 from clbench.spec.fields import field
 
 SELECTIONS = ("herding", "random")
+LAMB_SCHEDULES = ("paper", "mammoth")
 BIAS_OPTIMIZERS = ("sgd", "adam")
 
 
@@ -73,11 +75,21 @@ class BiCHyperparameters(ReplayHyperparameters):
                                     "code; Mammoth: none)", minimum=0.0)
     selection: str = field("herding", doc="new classes' training exemplars: herding (FACIL scripts' "
                                           "--exemplar-selection herding) or random", choices=SELECTIONS)
+    lamb_schedule: str = field("paper", doc="with lamb -1: paper, lambda = old / seen classes (Sec. 3, FACIL); "
+                                            "mammoth, lambda = 1 / (t + 1) and the distillation times T^2 (Mammoth "
+                                            "models/bic.py, which departs from the paper there)",
+                               choices=LAMB_SCHEDULES, added=True)
     reselect_old: bool = field(False, doc="earlier classes' training exemplars after each task: false, the first "
                                           "m - v of their order (iCaRL's Algorithm 5); true, chosen again among "
                                           "those stored by `selection` with the current network (FACIL stage 3: "
                                           "its selector runs over the task's data and the exemplars together)",
                                added=True)
+
+    def __post_init__(self) -> None:
+        if self.lamb_schedule != "paper" and self.lamb >= 0:
+            raise SpecError(f"`approaches.bic.lamb_schedule` is {self.lamb_schedule!r} with `approaches.bic.lamb` "
+                            f"{self.lamb!r}: the schedule chooses lambda only when lamb is -1; set bic.lamb=-1, or "
+                            "leave lamb_schedule at 'paper'")
 
 
 class BiC(ReplayApproach):
@@ -186,8 +198,9 @@ class BiC(ReplayApproach):
             distillation = distillation * batch.targets.shape[0]
         if self.hparams.lamb >= 0:
             return cross_entropy + self.hparams.lamb * distillation, correct
-        weight = distillation_weight(old_classes, old_classes + self.context.head_sizes[stage])
-        return (1 - weight) * cross_entropy + weight * distillation, correct
+        ce_weight, weight = loss_weights(self.hparams.lamb_schedule, stage, old_classes,
+                                         old_classes + self.context.head_sizes[stage], self.hparams.temperature)
+        return ce_weight * cross_entropy + weight * distillation, correct
 
     # ------------------------------------------------------------------ after the task
     def end_task(self, stage: int, tasks: TaskSequence) -> None:

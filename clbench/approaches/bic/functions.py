@@ -30,6 +30,21 @@ def distillation_weight(old_classes: int, seen_classes: int) -> float:
     return old_classes / seen_classes
 
 
+def loss_weights(schedule: str, stage: int, old_classes: int, seen_classes: int,
+                 temperature: float) -> tuple[float, float]:
+    """(weight of the cross-entropy, weight of the distillation) during task `stage` (0-based) with lamb -1.
+
+    paper: 1 - lambda and lambda, lambda = n / (n + m) (`distillation_weight`). mammoth: Mammoth's models/bic.py
+    (aimagelab/mammoth@e75a491): lambda = 1 / (t + 1) (`begin_task`, line 57) and the distillation times T^2
+    (`observe`, line 152: `(1 - lamda) * class_loss + lamda * dist_loss * temp * temp`).
+    """
+    if schedule == "mammoth":
+        weight = 1.0 / (stage + 1)
+        return 1.0 - weight, weight * temperature * temperature
+    weight = distillation_weight(old_classes, seen_classes)
+    return 1.0 - weight, weight
+
+
 def bic_distillation(current: torch.Tensor, old: torch.Tensor, temperature: float,
                      eps: float = 1e-5) -> torch.Tensor:
     """Eq. 1, -sum_k pi_hat_k(old / T) log pi_k(current / T), the mean over the batch, as FACIL computes it
