@@ -167,10 +167,11 @@ def fill(approach, tasks, stage: int) -> None:  # type: ignore[no-untyped-def]
     approach.buffer.set_contents(images, labels, task_ids)
 
 
-@pytest.mark.parametrize("scenario", ["class", "task"])
-def test_the_fitted_network_depends_on_the_memory_alone(scenario: str) -> None:
-    first, tasks = gdumb(scenario, cutmix_alpha=1.0)
-    second, _ = gdumb(scenario, cutmix_alpha=1.0)
+@pytest.mark.parametrize(("scenario", "batch_norm"), [("class", False), ("task", False), ("class", True)])
+def test_the_fitted_network_depends_on_the_memory_alone(scenario: str, batch_norm: bool) -> None:
+    """With `batch_norm` the history also moved the norms' running statistics (buffers in the snapshot)."""
+    first, tasks = gdumb(scenario, cutmix_alpha=1.0, batch_norm=batch_norm)
+    second, _ = gdumb(scenario, cutmix_alpha=1.0, batch_norm=batch_norm)
     # two histories: the second approach's network trained on a task, its generators and the global RNG moved
     second.begin_task(0, tasks)
     optimizer = torch.optim.SGD(second.network.parameters(), lr=0.5)
@@ -195,8 +196,12 @@ def test_the_fitted_network_depends_on_the_memory_alone(scenario: str) -> None:
     assert any(not torch.equal(fitted[key], value) for key, value in first.snapshot().items())
 
 
-def test_the_fit_learns_the_memory() -> None:
-    approach, tasks = gdumb("class", fitting_epochs=40, buffer_size=30, replay_batch_size=10)
+@pytest.mark.parametrize("batch_norm", [False, True])
+def test_the_fit_learns_the_memory(batch_norm: bool) -> None:
+    # with batch norm, 18 samples in batches of 17: the last batch of each pass is one sample, which it skips (torch
+    # refuses to train a batch norm on one sample)
+    approach, tasks = gdumb("class", fitting_epochs=40, buffer_size=30, replay_batch_size=17 if batch_norm else 10,
+                            batch_norm=batch_norm)
     approach.begin_task(2, tasks)
     fill(approach, tasks, 2)
     memory = approach.buffer.contents()
@@ -225,3 +230,17 @@ def test_a_run_reports_its_balanced_memory(tmp_path: Path) -> None:
         counts = torch.bincount(buffer["labels"] + offsets[buffer["task_ids"]], minlength=10)[:classes]
         assert sorted(counts.tolist()) == by_hand, stage
     assert set(rows["evaluation"]) == {"task-aware", "task-agnostic"}
+
+
+def test_batch_norm_is_the_authors_mlp_and_refused_on_other_networks() -> None:
+    from clbench.errors import SpecError
+    from clbench.nets.mlp import BatchNormMLP
+
+    approach, _ = gdumb("class", batch_norm=True)
+    network = approach.network
+    assert isinstance(network, BatchNormMLP)
+    assert [norm.eps for norm in network.norms] == [1e-6, 1e-6]  # the authors' --bn_eps
+    assert [head.norm.num_features for head in network.heads] == [4, 4, 2]  # one norm per head's outputs
+    spec = tiny_spec("alexnet", scenario="class")
+    with pytest.raises(SpecError, match=r"gdumb.batch_norm.*network.kind alexnet.*gdumb.batch_norm=false"):
+        make_approach("gdumb", spec, tiny_tasks(spec), buffer_size=20, batch_norm=True)

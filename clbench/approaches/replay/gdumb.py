@@ -40,15 +40,20 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
+from torch import nn
 
 from clbench.approaches.datatypes import Hyperparameters, StepInfo
 from clbench.approaches.optim import StepOptimizer, clip_grad_norm
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.data.augment import random_crop_and_flip
 from clbench.data.batches import Batch, TaskSequence
+from clbench.errors import SpecError
+from clbench.nets.mlp import BatchNormMLP
 from clbench.seeding import derive_seed, numpy_generator, torch_generator
 from clbench.spec import DataSpec, TrainingSpec
 from clbench.spec.fields import field
+
+BATCH_NORM_EPS = 1e-6  # the authors' src/opts.py line 40, --bn_eps 1e-6
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,10 @@ class GDumbHyperparameters(ReplayHyperparameters):
                                minimum=0.0, maximum=1.0)
     clip_grad_norm: float = field(10.0, doc="the fit's gradient-norm clipping (authors' src/opts.py --clip 10); 0: "
                                             "none (Mammoth)", minimum=0.0)
+    batch_norm: bool = field(False, doc="mlp only: a BatchNorm1d (eps 1e-6) after every linear layer, the heads' "
+                                        "too, as the authors' MNIST MLP (src/models/mnist/mlp.py; --bn on by "
+                                        "default, --bn_eps 1e-6: src/opts.py lines 38-40); clbench's mlp has none",
+                             added=True)
 
 
 # ------------------------------------------------------------------------------------------- the pure functions
@@ -168,6 +177,18 @@ class GDumb(ReplayApproach):
         """None: the stream is passed once without early stopping whatever the protocol says."""
         return None
 
+    def build_network(self) -> nn.Module:
+        """The spec's network, or with `batch_norm` the spec's MLP with a batch norm after every linear layer."""
+        if not self.hparams.batch_norm:
+            return super().build_network()
+        spec = self.context.network
+        if spec.kind != "mlp":
+            raise SpecError(f"`approaches.gdumb.batch_norm` is true with network.kind {spec.kind}: it puts batch "
+                            "norms in the mlp (the authors' MNIST network); set gdumb.batch_norm=false "
+                            "(resnet18 has its own batch norms)")
+        return BatchNormMLP(math.prod(self.context.input_shape), spec.hidden, self.context.head_sizes,
+                            spec.input_dropout, spec.dropout, spec.bias, eps=BATCH_NORM_EPS)
+
     @property
     def training_protocol(self) -> TrainingSpec:
         """The spec's protocol with one pass over the stream and no early stopping (Mammoth models/gdumb.py: n_epochs
@@ -237,6 +258,8 @@ class GDumb(ReplayApproach):
                 group["lr"] = gdumb_lr(epoch, hp.maxlr, hp.minlr)
             order = torch.randperm(len(memory.labels), generator=generator).to(self.device)
             for indices in order.split(hp.replay_batch_size):
+                if hp.batch_norm and len(indices) == 1:
+                    continue  # a batch norm cannot train on one sample (torch raises); the last batch of a pass
                 images = memory.images.index_select(0, indices)  # (B, C, H, W) uint8
                 task_ids = memory.task_ids.index_select(0, indices)
                 if inputs is None:
