@@ -56,3 +56,10 @@ def random_crop_and_flip(images: torch.Tensor, generator: torch.Generator,
     offsets = torch.randint(0, 2 * padding + 1, (batch, 2), generator=generator)  # (B, 2)
     flips = torch.randint(0, 2, (batch,), generator=generator).bool()  # (B,)
     return crop_and_flip(images, offsets, flips, padding)
+
+
+def random_crop(images: torch.Tensor, generator: torch.Generator, padding: int = CROP_PADDING) -> torch.Tensor:
+    """`crop_and_flip` without the flip: per sample two offsets uniform in 0..2 * padding drawn from `generator`
+    (the GDumb authors' `RandomCrop(28, padding=4)` on MNIST, where they do not flip); (B, C, H, W) -> same."""
+    offsets = torch.randint(0, 2 * padding + 1, (images.shape[0], 2), generator=generator)  # (B, 2)
+    return crop_and_flip(images, offsets, torch.zeros(images.shape[0], dtype=torch.bool), padding)

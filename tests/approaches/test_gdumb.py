@@ -244,3 +244,23 @@ def test_batch_norm_is_the_authors_mlp_and_refused_on_other_networks() -> None:
     spec = tiny_spec("alexnet", scenario="class")
     with pytest.raises(SpecError, match=r"gdumb.batch_norm.*network.kind alexnet.*gdumb.batch_norm=false"):
         make_approach("gdumb", spec, tiny_tasks(spec), buffer_size=20, batch_norm=True)
+
+
+@pytest.mark.parametrize("crop", [False, True])
+def test_the_fit_crops_the_memory_only_with_crop(crop: bool) -> None:
+    """`crop`: every batch of the fit is a random crop of the stored images (the stored ones stay as they are);
+    without it the batches are the stored images' inputs."""
+    approach, tasks = gdumb("class", crop=crop)
+    approach.begin_task(1, tasks)
+    fill(approach, tasks, 1)
+    stored = approach.buffer.contents().images.clone()
+    seen = []
+
+    def record(batch, stage, optimizer, generator, rng):  # type: ignore[no-untyped-def]
+        seen.append(torch.equal(batch.inputs, approach.transform(batch.images, batch.task_ids)))
+
+    approach.fit_step = record
+    approach.end_task(1, tasks)
+    assert len(seen) == 3 * 3  # 3 passes of 20 samples in batches of 8
+    assert (not any(seen)) if crop else all(seen)
+    assert torch.equal(approach.buffer.contents().images, stored)

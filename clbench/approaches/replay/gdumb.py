@@ -45,7 +45,7 @@ from torch import nn
 from clbench.approaches.datatypes import Hyperparameters, StepInfo
 from clbench.approaches.optim import StepOptimizer, clip_grad_norm
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
-from clbench.data.augment import random_crop_and_flip
+from clbench.data.augment import random_crop, random_crop_and_flip
 from clbench.data.batches import Batch, TaskSequence
 from clbench.errors import SpecError
 from clbench.nets.mlp import BatchNormMLP
@@ -85,6 +85,10 @@ class GDumbHyperparameters(ReplayHyperparameters):
                                         "too, as the authors' MNIST MLP (src/models/mnist/mlp.py; --bn on by "
                                         "default, --bn_eps 1e-6: src/opts.py lines 38-40); clbench's mlp has none",
                              added=True)
+    crop: bool = field(False, doc="each batch of the fit randomly cropped from a 4-pixel zero padding, without the "
+                                  "flip (the authors' RandomCrop(28, padding=4) on MNIST, which they do not flip: "
+                                  "src/dataloader.py lines 118-126); with data.augment its crop and flip instead",
+                       added=True)
 
 
 # ------------------------------------------------------------------------------------------- the pure functions
@@ -249,7 +253,8 @@ class GDumb(ReplayApproach):
         hp = self.hparams
         memory = self.buffer.contents()
         assert self.transform is not None, "begin_task sets the input transform"
-        inputs = None if self.augment_generator is not None else self.transform(memory.images, memory.task_ids)
+        augmented = self.augment_generator is not None or hp.crop
+        inputs = None if augmented else self.transform(memory.images, memory.task_ids)
         optimizer = torch.optim.SGD(self.network.parameters(), lr=hp.maxlr, momentum=hp.momentum,
                                     weight_decay=hp.weight_decay)
         self.network.train()
@@ -263,7 +268,9 @@ class GDumb(ReplayApproach):
                 images = memory.images.index_select(0, indices)  # (B, C, H, W) uint8
                 task_ids = memory.task_ids.index_select(0, indices)
                 if inputs is None:
-                    batch_inputs = self.transform(random_crop_and_flip(images, generator), task_ids)
+                    changed = (random_crop_and_flip(images, generator) if self.augment_generator is not None
+                               else random_crop(images, generator))
+                    batch_inputs = self.transform(changed, task_ids)
                 else:
                     batch_inputs = inputs.index_select(0, indices)
                 batch = Batch(batch_inputs, memory.labels.index_select(0, indices), -1, task_ids, images)
