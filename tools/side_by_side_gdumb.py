@@ -274,7 +274,8 @@ def records_of(memory: int, found: dict[str, list[Found]], runs: list[AuthorsRun
     ablation's extra arguments named in the row's text and its id."""
     records = []
     theirs = " ".join(["authors' main.py", *authors_args])
-    mine = " ".join(["clbench `gdumb`", *(f"`{value}`" for value in clbench_set)])
+    mine = " ".join(["clbench `gdumb`", *(f"`{value}`" for value in clbench_set)]) if clbench_set else \
+        "clbench `gdumb` (the mnist5 spec as shipped at the row's commit)"
     theirs_id = "".join(f"-{arg.strip('-')}" for arg in authors_args)
     mine_id = "".join(f"-{value.split('=')[0].split('.')[-1]}{value.split('=', 1)[1]}" for value in clbench_set)
     if found["authors"]:
