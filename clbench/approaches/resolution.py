@@ -42,12 +42,13 @@ class ResolvedApproach:
         return self.cls.name
 
     def config(self) -> dict[str, Any]:
-        """Hyper-parameters and protocol (without the `added` training fields at their default, as `run_config`'s
-        data and network: stored runs keep their hashes); the approach's `revision` too once its algorithm has
-        changed. `eval_subset` without `eval_every` does nothing, and is left out like its default."""
+        """Hyper-parameters and protocol (without the `added` hyper-parameter and training fields at their default,
+        as `run_config`'s data and network: stored runs keep their hashes); the approach's `revision` too once its
+        algorithm has changed. `eval_subset` without `eval_every` does nothing, and is left out like its default."""
         revision = {"revision": self.cls.revision} if self.cls.revision else {}
         measured = self.training if self.training.eval_every else without_continual_evaluation(self.training)
-        return {"hyperparameters": to_dict(self.hyperparameters), "training": identity_dict(measured), **revision}
+        return {"hyperparameters": identity_dict(self.hyperparameters), "training": identity_dict(measured),
+                **revision}
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle by name plus how to import a plugin again, so a spawned worker can rebuild it."""

@@ -130,7 +130,8 @@ BASE_DATA = DataSpec(kind="split", datasets=("mnist",), form="mnist28", classes_
                      max_test_samples=None)
 OTHER_VALUE = {"kind": "mixture", "datasets": ("mnist", "fashion-mnist"), "form": "image32", "classes_per_task": (2,),
                "remainder": "keep", "n_tasks": 3, "shuffle_tasks": True, "validation_fraction": 0.2,
-               "max_train_samples": 500, "max_test_samples": 100, "scenario": "class", "augment": True}
+               "max_train_samples": 500, "max_test_samples": 100, "scenario": "class", "augment": True,
+               "normalize": False}
 
 
 def _with_data(data: DataSpec) -> BenchmarkSpec:
