@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -121,6 +122,18 @@ def test_an_approach_revision_changes_its_config_hash_and_revision_0_leaves_the_
     monkeypatch.setattr(REGISTRY["si"], "revision", 0)
     [older] = plan_runs(spec, ["si"], [0], tmp_path)
     assert older.config_hash != si.config_hash and "revision" not in older.config
+
+
+def test_an_added_hyperparameter_at_its_default_is_not_in_the_config_and_otherwise_is(tmp_path: Path) -> None:
+    """`gdumb.batch_norm` came after gdumb's runs were stored (`added=True`): at false the run's config, and its
+    hash, are what they were before the field existed; true is part of both."""
+    spec = tiny_spec("mlp")
+    [plain] = plan_runs(spec, ["gdumb"], [0], tmp_path)
+    assert "batch_norm" not in plain.config["hyperparameters"] and "crop" not in plain.config["hyperparameters"]
+    assert "buffer_size" in plain.config["hyperparameters"]  # a field of the first version stays
+    changed = replace(spec, approaches={"gdumb": {"batch_norm": True}})
+    [normed] = plan_runs(changed, ["gdumb"], [0], tmp_path)
+    assert normed.config["hyperparameters"]["batch_norm"] is True and normed.config_hash != plain.config_hash
 
 
 def test_loader_refuses_unknown_schema(tmp_path: Path) -> None:
