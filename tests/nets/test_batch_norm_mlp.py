@@ -16,15 +16,20 @@ def network() -> BatchNormMLP:
     return BatchNormMLP(6, [5, 4], [2, 3], eps=EPS)
 
 
-def test_in_eval_mode_fresh_norms_divide_each_linear_output_by_sqrt_one_plus_eps() -> None:
-    """Fresh running statistics are mean 0 and variance 1, the affine weight 1 and bias 0."""
+def test_in_eval_mode_each_linear_output_is_standardised_by_its_running_statistics() -> None:
+    """Running statistics set by hand (mean 1 and variance 4 in the hidden layers, mean -2 and variance 9 in the heads;
+    affine weight 1, bias 0): each linear output x becomes (x - mean) / sqrt(var + eps)."""
     net = network().eval()
+    for norm in [*net.norms, *(head.norm for head in net.heads)]:
+        hidden = norm in list(net.norms)
+        norm.running_mean.fill_(1.0 if hidden else -2.0)
+        norm.running_var.fill_(4.0 if hidden else 9.0)
     x = torch.randn(7, 6)
-    scale = (1 + EPS) ** 0.5
     h = x
     for layer in net.layers:
-        h = torch.relu((h @ layer.weight.T + layer.bias) / scale)
-    expected = torch.cat([(h @ head.linear.weight.T + head.linear.bias) / scale for head in net.heads], dim=1)
+        h = torch.relu((h @ layer.weight.T + layer.bias - 1.0) / (4.0 + EPS) ** 0.5)
+    expected = torch.cat([(h @ head.linear.weight.T + head.linear.bias + 2.0) / (9.0 + EPS) ** 0.5
+                          for head in net.heads], dim=1)
     with torch.no_grad():
         assert torch.allclose(net.all_heads(net.features(x)), expected, atol=1e-6)
         assert torch.allclose(net(x, 1), expected[:, 2:], atol=1e-6)  # task 1's head: classes 2..4
