@@ -256,8 +256,11 @@ def write_results(path: Path, records: list[dict[str, str]], command: str | None
     rows.update({record["id"]: record for record in records})
     ordered = sorted(rows.values(), key=lambda row: (row["method"], -int(row["buffer"]), row["tool"] != "Mammoth",
                                                      row["inputs"] == RAW_INPUTS))
-    pairs = [pair_record(rows[f"{row['id'][:-len('-clbench')]}-mammoth"], row, rows.get(f"{row['id']}-raw"))
-             for row in ordered if row["id"].endswith("-clbench") and f"{row['id'][:-len('-clbench')]}-mammoth" in rows]
+    def pair_of(row: dict[str, str]) -> str:
+        return f"{row['method']}-{row['buffer']}"
+
+    pairs = [pair_record(rows[f"{pair_of(row)}-mammoth"], row, rows.get(f"{pair_of(row)}-clbench-raw"))
+             for row in ordered if row["id"] == f"{pair_of(row)}-clbench" and f"{pair_of(row)}-mammoth" in rows]
     commands = list(dict.fromkeys([*data.get("measured", {}).get("commands", []), *([command] if command else [])]))
     columns = {"method": "`{method}`", "buffer": "{buffer}", "tool": "{tool}", "inputs": "{inputs}",
                "class-IL %": "{class_il}",

@@ -253,8 +253,9 @@ class GDumb(ReplayApproach):
         hp = self.hparams
         memory = self.buffer.contents()
         assert self.transform is not None, "begin_task sets the input transform"
-        augmented = self.augment_generator is not None or hp.crop
-        inputs = None if augmented else self.transform(memory.images, memory.task_ids)
+        # data.augment: its crop and flip; gdumb.crop: the crop alone; neither: the stored images' inputs, once
+        augment = random_crop_and_flip if self.augment_generator is not None else random_crop if hp.crop else None
+        inputs = None if augment is not None else self.transform(memory.images, memory.task_ids)
         optimizer = torch.optim.SGD(self.network.parameters(), lr=hp.maxlr, momentum=hp.momentum,
                                     weight_decay=hp.weight_decay)
         self.network.train()
@@ -267,10 +268,8 @@ class GDumb(ReplayApproach):
                     continue  # a batch norm cannot train on one sample (torch raises); the last batch of a pass
                 images = memory.images.index_select(0, indices)  # (B, C, H, W) uint8
                 task_ids = memory.task_ids.index_select(0, indices)
-                if inputs is None:
-                    changed = (random_crop_and_flip(images, generator) if self.augment_generator is not None
-                               else random_crop(images, generator))
-                    batch_inputs = self.transform(changed, task_ids)
+                if augment is not None:
+                    batch_inputs = self.transform(augment(images, generator), task_ids)
                 else:
                     batch_inputs = inputs.index_select(0, indices)
                 batch = Batch(batch_inputs, memory.labels.index_select(0, indices), -1, task_ids, images)
