@@ -49,7 +49,7 @@ def approach_refusal(cls: type[Approach], network: NetworkSpec, data: DataSpec, 
     """Why approach class `cls` cannot run a benchmark of this body, data (its scenario) and resolved protocol
     (`training` with the approach's own section merged), or None if it can. The one rule: `clbench list` shows it,
     `clbench spec` prints it, `clbench train` and `tune` refuse with it before any run starts."""
-    problem = cls.network_problem(network)
+    problem = cls.network_problem(network, hyperparameters)
     if problem is not None:
         return Refusal("network.kind", problem)
     problem = scenario_refusal(cls, data.scenario)

@@ -84,6 +84,15 @@ def test_train_names_the_option_that_made_the_refusal(tmp_path: Path) -> None:
     assert output.startswith("error: ") and "approach pathnet: its tournament scores the paths" in output
 
 
+def test_gdumb_batch_norm_on_a_conv_body_is_refused_before_any_run(tmp_path: Path) -> None:
+    """`gdumb.batch_norm` builds the authors' batch-norm MLP: on cifar10-5's ResNet-18 it is refused up front,
+    through the same rule (no data is needed: none is fetched here)."""
+    code, output = run(tmp_path, "train", "cifar10-5", "-m", "gdumb", "--set", "gdumb.batch_norm=true")
+    assert code == 2
+    assert "`approaches.gdumb.batch_norm` is true with network.kind resnet18" in output
+    assert not (tmp_path / "r").exists()  # refused before any run
+
+
 def test_spec_of_a_benchmark_that_refuses_nothing_lists_no_refusals() -> None:
     code, output = invoke_fresh("spec", "mnist2")
     assert code == 0 and "refuses" not in output

@@ -47,10 +47,9 @@ from clbench.approaches.optim import StepOptimizer, clip_grad_norm
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.data.augment import random_crop, random_crop_and_flip
 from clbench.data.batches import Batch, TaskSequence
-from clbench.errors import SpecError
 from clbench.nets.mlp import BatchNormMLP
 from clbench.seeding import derive_seed, numpy_generator, torch_generator
-from clbench.spec import DataSpec, TrainingSpec
+from clbench.spec import DataSpec, NetworkSpec, TrainingSpec
 from clbench.spec.fields import field
 
 BATCH_NORM_EPS = 1e-6  # the authors' src/opts.py line 40, --bn_eps 1e-6
@@ -181,15 +180,21 @@ class GDumb(ReplayApproach):
         """None: the stream is passed once without early stopping whatever the protocol says."""
         return None
 
+    @classmethod
+    def network_problem(cls, network: NetworkSpec, hyperparameters: Hyperparameters) -> str | None:
+        """`batch_norm` is for the mlp; otherwise the base's refusals."""
+        if isinstance(hyperparameters, GDumbHyperparameters) and hyperparameters.batch_norm and network.kind != "mlp":
+            return (f"`approaches.gdumb.batch_norm` is true with network.kind {network.kind}: it puts batch norms in "
+                    "the mlp (the authors' MNIST network); set gdumb.batch_norm=false (resnet18 has its own batch "
+                    "norms)")
+        return super().network_problem(network, hyperparameters)
+
     def build_network(self) -> nn.Module:
-        """The spec's network, or with `batch_norm` the spec's MLP with a batch norm after every linear layer."""
+        """The spec's network, or with `batch_norm` the spec's MLP with a batch norm after every linear layer
+        (`network_problem` refuses it on another body)."""
         if not self.hparams.batch_norm:
             return super().build_network()
         spec = self.context.network
-        if spec.kind != "mlp":
-            raise SpecError(f"`approaches.gdumb.batch_norm` is true with network.kind {spec.kind}: it puts batch "
-                            "norms in the mlp (the authors' MNIST network); set gdumb.batch_norm=false "
-                            "(resnet18 has its own batch norms)")
         return BatchNormMLP(math.prod(self.context.input_shape), spec.hidden, self.context.head_sizes,
                             spec.input_dropout, spec.dropout, spec.bias, eps=BATCH_NORM_EPS)
 
