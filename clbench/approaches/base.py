@@ -128,9 +128,9 @@ class Approach(ScenarioLosses):
         self.step_hook: StepHook | None = None  # called after every optimiser step (the run's continual evaluation)
 
     @classmethod
-    def network_problem(cls, network: NetworkSpec, hyperparameters: Hyperparameters) -> str | None:
-        """Why the approach, with these hyper-parameters, cannot run on this body (`unsupported_networks`,
-        `refuses_bias_free`), or None if it can."""
+    def network_problem(cls, network: NetworkSpec, hyperparameters: Hyperparameters | None = None) -> str | None:
+        """Why the approach (with these hyper-parameters, when given) cannot run on this body
+        (`unsupported_networks`, `refuses_bias_free`), or None if it can."""
         return unsupported_network_problem(cls.name, cls.unsupported_networks, network.kind,
                                            cls.refuses_bias_free if not network.bias else "")
 

@@ -181,7 +181,7 @@ class GDumb(ReplayApproach):
         return None
 
     @classmethod
-    def network_problem(cls, network: NetworkSpec, hyperparameters: Hyperparameters) -> str | None:
+    def network_problem(cls, network: NetworkSpec, hyperparameters: Hyperparameters | None = None) -> str | None:
         """`batch_norm` is for the mlp; otherwise the base's refusals."""
         if isinstance(hyperparameters, GDumbHyperparameters) and hyperparameters.batch_norm and network.kind != "mlp":
             return (f"`approaches.gdumb.batch_norm` is true with network.kind {network.kind}: it puts batch norms in "
