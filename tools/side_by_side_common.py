@@ -1,11 +1,13 @@
-"""What tools/side_by_side_mammoth.py and tools/side_by_side_facil.py share: one clbench run and its final accuracies,
-the runs of both tools in turns, and the table and verdict of the issue's target.
+"""What tools/side_by_side_mammoth.py, side_by_side_facil.py and side_by_side_gdumb.py share: MNIST gunzipped for
+the other tool, one clbench run and its final accuracies, the runs of both tools in turns, and the table and verdict
+of the issue's target.
 
-Not a script: imported by those two (from this folder, as a script's siblings are).
+Not a script: imported by those three (from this folder, as a script's siblings are).
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import statistics
@@ -142,3 +144,19 @@ def unknown_methods(requested: str, known: Sequence[str]) -> str | None:
     """The error for a comma-separated `--methods` naming a method the tool does not know; None when all are known."""
     unknown = [name for name in requested.split(",") if name not in known]
     return f"unknown method(s) {', '.join(unknown)}: choose among {', '.join(known)}" if unknown else None
+
+
+def gunzip_mnist(mirror: Path, raw: Path) -> None:
+    """MNIST's four idx files, `mirror`/mnist/*-ubyte.gz, gunzipped into the folder `raw` (torchvision's layout);
+    a file already there is kept. Refuses (SystemExit) a mirror without exactly four."""
+    raw.mkdir(parents=True, exist_ok=True)
+    archives = sorted((mirror / "mnist").glob("*-ubyte.gz"))
+    if len(archives) != 4:
+        raise SystemExit(f"{mirror / 'mnist'}: expected MNIST's four *-ubyte.gz files, found {len(archives)}")
+    for archive in archives:
+        target = raw / archive.name[:-3]
+        if not target.exists():
+            partial = target.with_suffix(".partial")
+            with gzip.open(archive) as source, open(partial, "wb") as out:
+                shutil.copyfileobj(source, out)
+            partial.replace(target)

@@ -54,14 +54,13 @@ A method's entry in METHODS states both tools' arguments; every value cites wher
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from side_by_side_common import REPO, in_turns, run_clbench, table_row, timed, unknown_methods, verdict
+from side_by_side_common import REPO, gunzip_mnist, in_turns, run_clbench, table_row, timed, unknown_methods, verdict
 
 SPEC = "seq-mnist"  # clbench's base spec (MNIST, 5 tasks of 2 digits in order, 784-100-100, class scenario)
 
@@ -174,11 +173,7 @@ PATCHES = [  # (file under DIR/src, text, its replacement): the two patches of t
 
 def prepare_facil(facil: Path, mirror: Path) -> None:
     """MNIST's idx files gunzipped into DIR/data/mnist/MNIST/raw, and the two patches applied (once)."""
-    raw = facil / "data" / "mnist" / "MNIST" / "raw"
-    raw.mkdir(parents=True, exist_ok=True)
-    for archive in sorted((mirror / "mnist").glob("*-ubyte.gz")):
-        with gzip.open(archive) as source, open(raw / archive.name[:-3], "wb") as target:
-            shutil.copyfileobj(source, target)
+    gunzip_mnist(mirror, facil / "data" / "mnist" / "MNIST" / "raw")
     (facil / "src" / "networks" / "mlp.py").write_text(MLP_SOURCE)
     for name, old, new in PATCHES:
         path = facil / "src" / name

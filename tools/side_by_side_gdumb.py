@@ -80,7 +80,6 @@ the authors' last-pass class-IL mean.
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import re
 import shutil
@@ -93,6 +92,7 @@ from side_by_side_common import (
     REPO,
     Found,
     current_commit,
+    gunzip_mnist,
     in_turns,
     mean_std,
     run_clbench,
@@ -155,16 +155,7 @@ def apply_patch(root: Path, patch: Patch) -> bool:
 
 def prepare_gdumb(root: Path, mirror: Path) -> None:
     """MNIST's idx files gunzipped into DIR/data/MNIST/raw (torchvision's layout), and the patches applied."""
-    raw = root / "data" / "MNIST" / "raw"
-    raw.mkdir(parents=True, exist_ok=True)
-    archives = sorted((mirror / "mnist").glob("*-ubyte.gz"))
-    if len(archives) != 4:
-        raise SystemExit(f"{mirror / 'mnist'}: expected MNIST's four *-ubyte.gz files, found {len(archives)}")
-    for archive in archives:
-        target = raw / archive.name[:-3]
-        if not target.exists():
-            with gzip.open(archive) as source, open(target, "wb") as out:
-                shutil.copyfileobj(source, out)
+    gunzip_mnist(mirror, root / "data" / "MNIST" / "raw")
     for patch in PATCHES:
         apply_patch(root, patch)
 

@@ -39,7 +39,6 @@ spec's (ids ending in -raw, the inputs column "[0, 1]").
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import re
 import shutil
@@ -53,6 +52,7 @@ from side_by_side_common import (
     Diverged,
     Found,
     current_commit,
+    gunzip_mnist,
     in_turns,
     mean_std,
     run_clbench,
@@ -151,10 +151,7 @@ def clbench_inputs(inputs: str) -> list[str]:
 def prepare_mammoth_data(mammoth: Path, mirror: Path) -> None:
     """MNIST's idx files gunzipped into DIR/data/MNIST/raw and linked where torchvision's MNIST classes look."""
     raw = mammoth / "data" / "MNIST" / "raw"
-    raw.mkdir(parents=True, exist_ok=True)
-    for archive in sorted((mirror / "mnist").glob("*-ubyte.gz")):
-        with gzip.open(archive) as source, open(raw / archive.name[:-3], "wb") as target:
-            shutil.copyfileobj(source, target)
+    gunzip_mnist(mirror, raw)
     for owner in ("MNIST", "MyMNIST"):
         folder = raw.parent / owner
         folder.mkdir(exist_ok=True)
@@ -322,6 +319,13 @@ def diverged_in_output(text: str) -> dict[str, set[int]]:
     return diverged
 
 
+def results_command(args: argparse.Namespace, seeds: str) -> str:
+    """The command a results file names for its rows: this tool at `args`' buffer and inputs over `seeds`."""
+    return (f"OMP_NUM_THREADS=1 python tools/side_by_side_mammoth.py --mammoth PATH/mammoth --mammoth-python PYTHON "
+            f"--methods METHOD --buffer {args.buffer} --seeds {seeds} --mirror ../shared/data "
+            f"--results-file {args.results_file}{' --inputs raw' if args.inputs == 'raw' else ''}")
+
+
 def rederive(args: argparse.Namespace) -> None:
     """Write the results file's rows from a saved output of this tool, for the buffer size given."""
     text = args.from_output.read_text()
@@ -333,10 +337,7 @@ def rederive(args: argparse.Namespace) -> None:
                                   ",".join(str(seed) for seed, _ in kept), args.at, args.inputs == "raw"))
     if not records:
         raise SystemExit(f"no per-seed lines ('METHOD TOOL seed S: class-IL ...') in {args.from_output}")
-    command = (f"OMP_NUM_THREADS=1 python tools/side_by_side_mammoth.py --mammoth PATH/mammoth --mammoth-python "
-               f"PYTHON --methods METHOD --buffer {args.buffer} --seeds 0,1,2 --mirror ../shared/data "
-               f"--results-file {args.results_file}{' --inputs raw' if args.inputs == 'raw' else ''}")
-    write_results(args.results_file, records, command)
+    write_results(args.results_file, records, results_command(args, "0,1,2"))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -395,9 +396,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                      for seed, why in turns.left_out.items()]
     print("\n".join(lines + [""] + verdicts))
     if args.results_file is not None:
-        command = (f"OMP_NUM_THREADS=1 python tools/side_by_side_mammoth.py --mammoth PATH/mammoth --mammoth-python "
-                   f"PYTHON --methods METHOD --buffer {args.buffer} --seeds {args.seeds} --mirror ../shared/data "
-                   f"--results-file {args.results_file}{' --inputs raw' if args.inputs == 'raw' else ''}")
+        command = results_command(args, args.seeds)
         if args.seconds_only:
             retime(args.results_file, records)
         else:

@@ -235,3 +235,35 @@ def test_raw_inputs_run_clbench_with_normalize_false(monkeypatch, tmp_path) -> N
         tool.main(["--mammoth", str(tmp_path), "--mammoth-python", "python", "--methods", "er", "--seeds", "0",
                    "--only", "clbench", "--inputs", inputs, "--log-dir", str(tmp_path / "logs")])
     assert seen == [[], ["data.normalize=false"]]
+
+
+def test_mnist_is_gunzipped_once_into_place_and_a_short_mirror_is_refused(tmp_path) -> None:
+    """The one gunzip the three side-by-side tools share: each of the four files in place, one already there kept,
+    a mirror without the four refused with its folder named."""
+    import gzip
+
+    common = load_tool("side_by_side_common")
+    names = ["t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", "train-images-idx3-ubyte", "train-labels-idx1-ubyte"]
+    (tmp_path / "mirror" / "mnist").mkdir(parents=True)
+    for name in names:
+        with gzip.open(tmp_path / "mirror" / "mnist" / f"{name}.gz", "wb") as out:
+            out.write(name.encode())
+    raw = tmp_path / "copy" / "raw"
+    common.gunzip_mnist(tmp_path / "mirror", raw)
+    assert sorted(path.name for path in raw.iterdir()) == names  # no .partial left
+    assert (raw / "train-labels-idx1-ubyte").read_bytes() == b"train-labels-idx1-ubyte"
+    (raw / "t10k-images-idx3-ubyte").write_bytes(b"kept")
+    common.gunzip_mnist(tmp_path / "mirror", raw)
+    assert (raw / "t10k-images-idx3-ubyte").read_bytes() == b"kept"
+    (tmp_path / "mirror" / "mnist" / f"{names[0]}.gz").unlink()
+    with pytest.raises(SystemExit, match=r"mirror/mnist: expected MNIST's four \*-ubyte.gz files, found 3"):
+        common.gunzip_mnist(tmp_path / "mirror", tmp_path / "other")
+
+
+def test_the_results_command_names_the_buffer_the_seeds_and_raw_inputs() -> None:
+    tool = load_tool("side_by_side_mammoth")
+    args = argparse.Namespace(buffer=200, results_file="docs/results/seq-mnist-mammoth.yaml", inputs="raw")
+    command = tool.results_command(args, "0,2")
+    assert "--buffer 200 --seeds 0,2 " in command
+    assert command.endswith("--results-file docs/results/seq-mnist-mammoth.yaml --inputs raw")
+    assert not tool.results_command(argparse.Namespace(**{**vars(args), "inputs": "spec"}), "0").endswith("raw")
