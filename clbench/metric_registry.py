@@ -9,12 +9,17 @@ A metric's function takes the inputs it declares (`INPUTS`), in the declared ord
 stage t (length T, NaN where undefined); the report (`clbench.report.statistics.run_values`) builds those inputs
 for each run, matches the references they need, and leaves a run out, with a note, when one is missing. The
 mathematics stays in `clbench.metrics` (pure functions on accuracy matrices).
+
+Each input is built from one stored file of the run (`INPUT_SOURCES`, `SOURCES`), and each file holds some splits:
+the accuracy rows test and validation, the curve test images only. So a metric states the splits it can be computed
+on (`Metric.splits`), and a report on another split refuses it where it is asked for by name (`split_refusal`) and
+leaves it out of a table with one note (`split_note`): never another split's numbers under `split: validation`.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +48,33 @@ INPUTS: dict[str, str] = {
 INPUT_REFERENCES: dict[str, tuple[str, ...]] = {"joint": ("joint",), "random": ("random",),
                                                 "margin": ("joint", "random")}
 """The reference runs each input is computed from (`clbench.report.statistics.REFERENCE_KEYS` matches them)."""
+
+TEST_SPLIT, VALIDATION_SPLIT = "test", "validation"
+"""`report --split`'s values (`clbench.results.SPLITS`, spelled here so that this module imports no pandas)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A stored file of a run that metrics read, and the splits it holds."""
+
+    file: str
+    splits: tuple[str, ...]
+    what: str
+
+
+ACCURACY_ROWS, CURVE = "accuracy", "curve"
+SOURCES: dict[str, Source] = {
+    ACCURACY_ROWS: Source("accuracy.parquet", (TEST_SPLIT, VALIDATION_SPLIT), "the accuracies after each task"),
+    CURVE: Source("curve.parquet", (TEST_SPLIT,),
+                  "the continual evaluation's curve, `training.eval_subset` test images of each task: "
+                  "`clbench.run.curve`"),
+}
+"""The stored files the metrics read, by name: which split each holds is what a metric can be computed on."""
+
+INPUT_SOURCES: dict[str, str] = {"learned": ACCURACY_ROWS, "stored": ACCURACY_ROWS, "full": ACCURACY_ROWS,
+                                 "initial": ACCURACY_ROWS, "joint": ACCURACY_ROWS, "random": ACCURACY_ROWS,
+                                 "margin": ACCURACY_ROWS, "curve": CURVE}
+"""The stored source (`SOURCES`) each input (`INPUTS`) is built from."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +124,21 @@ class Metric:
         return tuple(dict.fromkeys(needed))
 
     @property
+    def sources(self) -> tuple[str, ...]:
+        """The stored sources (`SOURCES`) its inputs are built from, in the order they are first named."""
+        return tuple(dict.fromkeys(INPUT_SOURCES[name] for name in self.inputs))
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """The splits it can be computed on: those every one of its sources holds."""
+        return tuple(split for split in SOURCES[ACCURACY_ROWS].splits
+                     if all(split in SOURCES[source].splits for source in self.sources))
+
+    def reads(self, split: str) -> bool:
+        """Whether its value can be computed on `split` (`report --split`)."""
+        return split in self.splits
+
+    @property
     def percent(self) -> bool:
         return self.unit == PERCENT
 
@@ -120,6 +167,40 @@ def register(metric: Metric) -> None:
     if metric.name in METRICS:
         raise ValueError(f"metric {metric.name!r} is registered already")
     METRICS[metric.name] = metric
+
+
+def unreadable(names: Sequence[str], split: str) -> list[str]:
+    """The metrics among `names` that cannot be computed on `split` (a source of theirs does not hold it)."""
+    return [name for name in names if not METRICS[name].reads(split)]
+
+
+def _why_not(names: Sequence[str], split: str) -> str:
+    sources = dict.fromkeys(source for name in names for source in METRICS[name].sources
+                            if split not in SOURCES[source].splits)
+    return "; ".join(f"{SOURCES[source].file} ({SOURCES[source].what}), which holds the "
+                     f"{' and '.join(SOURCES[source].splits)} split only" for source in sources)
+
+
+def split_refusal(names: Sequence[str], split: str, asked: str) -> str | None:
+    """The one-line refusal of a report that asks (`asked`: `--metric min-accuracy`, `--continual`) for metrics
+    that cannot be computed on `split`; None when every one of `names` can. The CLI and
+    `clbench.report.statistics.run_values` both refuse with it (exit 2)."""
+    left = unreadable(names, split)
+    if not left:
+        return None
+    return (f"{asked}: {', '.join(METRICS[name].symbol for name in left)} cannot be computed on the {split} split: "
+            f"{'it is' if len(left) == 1 else 'they are'} read from {_why_not(left, split)}; leave out --split {split}")
+
+
+def split_note(names: Sequence[str], split: str) -> list[str]:
+    """The note of a table that leaves out the metrics among `names` that cannot be computed on `split` (they are
+    shown only for the splits their files hold, never with another split's numbers); [] when none is left out."""
+    left = unreadable(names, split)
+    if not left:
+        return []
+    return [f"split: {split}: {', '.join(METRICS[name].symbol for name in left)} left out: "
+            f"{'it is' if len(left) == 1 else 'they are'} read from {_why_not(left, split)}; `--split {TEST_SPLIT}` "
+            f"shows {'it' if len(left) == 1 else 'them'}"]
 
 
 def metric_help() -> str:

@@ -125,11 +125,13 @@ def report(
                                        ("--output", output is not None), ("--format", fmt != "markdown")) if on]
         if given:
             raise ClbenchError(f"--html writes every section into one page: leave out {', '.join(given)}")
+        _check_split(metric, False, split)
         write_html_report(results, benchmark, html_file, metric, ci, references, seeds, evaluation, split, names)
         return
     request = ReportRequest(table if table is not None else not others, summary, time, hat, fmt, metric, ci,
                             references, parse_seeds(seeds) if seeds else None, plot, monitoring, paper, evaluation,
                             split, tuning, names, continual)
+    _check_split(metric if request.table or plot is not None else None, continual, split)
     text, figures = run_report(results, benchmark, request)
     if output is not None:
         from clbench.results import atomic_write_bytes
@@ -138,6 +140,21 @@ def report(
     console().print(text, markup=False, highlight=False, soft_wrap=True, end="")
     if figures:
         console(stderr=True).print(f"wrote {len(figures)} figure files to {plot}", markup=False, highlight=False)
+
+
+def _check_split(metric: str | None, continual: bool, split: str) -> None:
+    """Refuse, before any work, the metrics asked for by name (`metric`: `--metric` where its table or figures are
+    made; `continual`: `--continual`'s) that cannot be computed on `--split` (`split_refusal`: the curves hold test
+    images only); a table that merely includes such a metric leaves it out with a note instead."""
+    from clbench.metric_registry import split_refusal
+    from clbench.report.continual import CONTINUAL_METRICS
+
+    asked = [(f"--metric {metric}", (metric,)) if metric is not None else None,
+             ("--continual", CONTINUAL_METRICS) if continual else None]
+    for option, names in filter(None, asked):
+        refusal = split_refusal(names, split, option)
+        if refusal is not None:
+            raise ClbenchError(refusal)
 
 
 def _check_outputs(html_file: Path | None, output: Path | None, plot: Path | None) -> None:
@@ -268,7 +285,9 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_a
     if request.continual:
         from clbench.report.continual import build_continual, continual_csv, continual_table
 
-        built = build_continual(loaded)
+        built = build_continual(loaded, request.references)
+        if alone and not built.rows:  # only references, not asked for: say so rather than print an empty table
+            raise ClbenchError(built.notes[-1])
         sections.append((name, "continual", continual_csv(built, ci) if fmt == "csv"
                          else render_tables([continual_table(built, ci)], fmt)))
     if request.time:
@@ -293,7 +312,7 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_a
     if request.plot is not None and request.continual:
         from clbench.report.continual import plot_continual
 
-        figures += plot_continual(loaded, request.plot)
+        figures += plot_continual(loaded, request.plot, request.references)
     if request.monitoring:
         others = [reporter for reporter in monitoring_reporters(loaded)
                   if reporter.method not in request.named_monitoring]  # --hat printed HAT's already

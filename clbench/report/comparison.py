@@ -19,9 +19,10 @@ from itertools import combinations
 import pandas as pd
 
 from clbench.errors import ResultsError
-from clbench.metric_registry import METRICS
+from clbench.metric_registry import METRICS, STEPS, split_note
 from clbench.report.formatting import Table, format_seeds
 from clbench.report.loading import Results
+from clbench.report.notes import one_note_per_cause, split_notes
 from clbench.report.significance import holm, paired_t_test, welch_t_test, wilcoxon_exact
 from clbench.report.statistics import run_values
 
@@ -125,8 +126,8 @@ def build_comparison(results: Results, names: Sequence[str]) -> Comparison:
     check_pairs(results, labels)
     comparison = Comparison(results.benchmark, results.evaluation, labels, _distinct(names))
     run_ids = [run_id for run_id, run in results.info.items() if run["label"] in labels]
-    notes: list[str] = []
-    for metric in METRICS:
+    notes: list[str] = split_notes(results) + split_note(list(METRICS), results.split)
+    for metric in (name for name, metric in METRICS.items() if metric.reads(results.split)):
         values = run_values(results, metric, notes, include_references=True, run_ids=run_ids)
         finals: dict[str, dict[int, float]] = {label: {} for label in labels}
         for run_id, curve in values.items():
@@ -137,7 +138,7 @@ def build_comparison(results: Results, names: Sequence[str]) -> Comparison:
                 for first, second in combinations(labels, 2)]
         adjusted = holm([row.p_value for row in rows])
         comparison.rows += [replace(row, holm_p=p) for row, p in zip(rows, adjusted)]
-    comparison.notes = list(dict.fromkeys(notes)) + _untested_notes(comparison)
+    comparison.notes = one_note_per_cause(results, notes) + _untested_notes(comparison)
     return comparison
 
 
@@ -165,8 +166,9 @@ def _untested_notes(comparison: Comparison) -> list[str]:
         if short and any(not row.test for row in comparison.rows if row.metric == metric):
             untested.setdefault(short, []).append(metric)
     return [f"no test for {', '.join(short)} in "
-            f"{'any metric' if len(names) == len(METRICS) else ', '.join(names)}: fewer than {MIN_SEEDS} runs with a "
-            f"final value (the notes above say why runs were left out)" for short, names in untested.items()]
+            f"{'any metric' if len(names) == len(comparison.finals) else ', '.join(names)}: fewer than {MIN_SEEDS} "
+            f"runs with a final value (the notes above say why runs were left out)"
+            for short, names in untested.items()]
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -174,6 +176,8 @@ def _untested_notes(comparison: Comparison) -> list[str]:
 def _number(value: float, metric: str) -> str:
     if not math.isfinite(value):
         return "–"
+    if METRICS[metric].unit == STEPS:
+        return f"{value:+.0f}"
     return f"{value * 100:+.2f}" if METRICS[metric].percent else f"{value:+.3f}"
 
 
@@ -197,8 +201,8 @@ def comparison_table(comparison: Comparison) -> Table:
              format_p(row.p_value), format_p(row.holm_p), format_p(row.wilcoxon_p), row.verdict]
             for row in comparison.rows]
     notes = [f"evaluation: {comparison.evaluation}; each run's value after its last task; A - B in percentage points "
-             f"(accuracy metrics) or as a ratio (rho); a seed fixes the task order, data split and initialisation, "
-             f"so the same seed pairs two runs",
+             f"(accuracy metrics), as a ratio (rho) or in optimiser steps (recovery); a seed fixes the task order, "
+             f"data split and initialisation, so the same seed pairs two runs",
              f"p: the paired t-test over the per-seed differences ({PAIRED}; {WELCH}: Welch's test where the two "
              f"approaches share fewer than {MIN_SEEDS} seeds); p (Holm): corrected over the pairs of each metric; "
              f"p (Wilcoxon exact): the exact signed-rank test, which cannot go below 2/2^n (0.25 with 3 seeds)",

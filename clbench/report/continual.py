@@ -11,12 +11,13 @@ from pathlib import Path
 import pandas as pd
 
 from clbench import metrics
-from clbench.metric_registry import METRICS
+from clbench.errors import ResultsError
+from clbench.metric_registry import METRICS, split_refusal
 from clbench.report.cells import format_cell, sort_value
 from clbench.report.formatting import Table
 from clbench.report.loading import REFERENCES, Results
-from clbench.report.notes import complete_runs
-from clbench.report.statistics import Cell, run_curve, run_values, summarize
+from clbench.report.notes import complete_runs, references_only_note, run_notes
+from clbench.report.statistics import NO_CURVE, Cell, run_curve, run_values, summarize
 
 CONTINUAL_METRICS = ("min-accuracy", "worst-case-accuracy", "windowed-forgetting", "stability-gap", "gap-recovery")
 """The columns of `--continual`, after A^{<=T}; `--summary` shows the first two where a run has a curve."""
@@ -41,15 +42,16 @@ class ContinualReport:
     notes: list[str] = field(default_factory=list)
 
 
-def last_values(results: Results, names: tuple[str, ...], notes: list[str]) -> dict[str, dict[str, float]]:
-    """metric -> run id -> its value after the run's last task; why a run has none goes to `notes` (the runs
-    without a curve in one note naming the option)."""
+def last_values(results: Results, names: tuple[str, ...], notes: list[str],
+                include_references: bool = False) -> dict[str, dict[str, float]]:
+    """metric -> run id -> its value after the run's last task (`include_references`: joint's and random's too); why
+    a run has none goes to `notes` (the runs without a curve in one note naming the option: `no_curve_note`)."""
     found: dict[str, dict[str, float]] = {}
     quiet: list[str] = []
     for name in names:
-        values = run_values(results, name, quiet)
+        values = run_values(results, name, quiet, include_references)
         found[name] = {run_id: float(value[-1]) for run_id, value in values.items()}
-    notes += sorted({note for note in quiet if "needs the continual evaluation's curve" not in note})
+    notes += sorted({note for note in quiet if not note.endswith(NO_CURVE)})
     return found
 
 
@@ -59,12 +61,18 @@ def no_curve_note(results: Results, run_ids: list[str]) -> list[str]:
     return [NO_CURVE_NOTE.format(labels=", ".join(labels))] if labels else []
 
 
-def build_continual(results: Results) -> ContinualReport:
-    """A^{<=T} and the continual metrics after the last task per approach (mean over seeds)."""
+def build_continual(results: Results, include_references: bool = False) -> ContinualReport:
+    """A^{<=T} and the continual metrics after the last task per approach (mean over seeds); joint and random as
+    rows with `include_references` (`--references`, as in the per-stage table). A ResultsError (exit 2) for a split
+    the curves do not hold (`clbench.metric_registry.split_refusal`)."""
+    refusal = split_refusal(CONTINUAL_METRICS, results.split, "--continual")
+    if refusal is not None:
+        raise ResultsError(refusal)
     report = ContinualReport(results.benchmark, int(results.frame["stage"].max()) if not results.frame.empty else 0)
+    report.notes += run_notes(results)
     run_ids = [run_id for run_id in complete_runs(results, report.notes)
-               if results.info[run_id]["method"] not in REFERENCES]
-    values = last_values(results, CONTINUAL_METRICS, report.notes)
+               if include_references or results.info[run_id]["method"] not in REFERENCES]
+    values = last_values(results, CONTINUAL_METRICS, report.notes, include_references)
     per_label: dict[str, list[str]] = {}
     for run_id in run_ids:
         per_label.setdefault(results.info[run_id]["label"], []).append(run_id)
@@ -75,6 +83,7 @@ def build_continual(results: Results) -> ContinualReport:
         report.rows.append(ContinualRow(label, accuracy, cells, sorted(int(results.info[r]["seed"]) for r in runs)))
     report.rows.sort(key=lambda row: (sort_value(row.accuracy), row.label))
     report.notes += no_curve_note(results, run_ids)
+    report.notes += references_only_note(results, include_references, set(per_label))
     return report
 
 
@@ -101,11 +110,12 @@ def continual_csv(report: ContinualReport, ci: bool = False) -> str:
     return pd.DataFrame(records, columns=columns).to_csv(index=False)
 
 
-def curves_by_label(results: Results) -> dict[str, tuple[int, pd.DataFrame]]:
-    """label -> (seed, curve) of each approach's run with the lowest seed that has a curve (the figure's panel)."""
+def curves_by_label(results: Results, include_references: bool = False) -> dict[str, tuple[int, pd.DataFrame]]:
+    """label -> (seed, curve) of each approach's run with the lowest seed that has a curve (the figure's panel);
+    joint's and random's too with `include_references`."""
     chosen: dict[str, tuple[int, pd.DataFrame]] = {}
     for run_id, run in sorted(results.info.items(), key=lambda item: int(item[1]["seed"])):
-        if run["method"] in REFERENCES or run["label"] in chosen:
+        if (run["method"] in REFERENCES and not include_references) or run["label"] in chosen:
             continue
         curve = run_curve(results, run_id)
         if curve is not None:
@@ -113,10 +123,11 @@ def curves_by_label(results: Results) -> dict[str, tuple[int, pd.DataFrame]]:
     return chosen
 
 
-def plot_continual(results: Results, directory: Path) -> list[Path]:
+def plot_continual(results: Results, directory: Path, include_references: bool = False) -> list[Path]:
     """`<benchmark>-continual.png/.pdf`: each task's accuracy over the optimiser steps of the sequence, task
-    boundaries dotted, one panel per approach; nothing when no run has a curve."""
-    panels = curves_by_label(results)
+    boundaries dotted, one panel per approach (and reference, with `include_references`); nothing when no run has a
+    curve."""
+    panels = curves_by_label(results, include_references)
     if not panels:
         return []
     from matplotlib.figure import Figure

@@ -189,3 +189,48 @@ def unmeasured_labels(results: Results, include_references: bool, shown: set[str
         if reason and run["label"] not in shown and (include_references or run["method"] not in REFERENCES):
             found.setdefault(run["label"], reason)
     return dict(sorted(found.items()))
+
+
+def one_note_per_cause(results: Results, notes: list[str]) -> list[str]:
+    """`notes` with the `left out RUN: why` notes of the same cause merged into one that names the runs by label and
+    seeds (`left out sgd seeds 0-2, ewc seed 1: why`), in the order each cause is first seen; other notes once."""
+    merged: dict[str, dict[str, list[int]]] = {}
+    order: list[str] = []
+    for note in notes:
+        run_id, _, why = note.removeprefix("left out ").partition(": ")
+        if not note.startswith("left out ") or run_id not in results.info:
+            order += [note] if note not in order else []
+            continue
+        runs = merged.setdefault(why, {})
+        if not runs:
+            order.append(f"\0{why}")
+        run = results.info[run_id]
+        runs.setdefault(str(run["label"]), []).append(int(run["seed"]))
+    return [_merged_note(merged[text[1:]], text[1:]) if text.startswith("\0") else text for text in order]
+
+
+def _merged_note(runs: dict[str, list[int]], why: str) -> str:
+    named = ", ".join(f"{label} {_plural(len(set(seeds)), 'seed')} {format_seeds(seeds)}"
+                      for label, seeds in runs.items())
+    return f"left out {named}: {why}"
+
+
+def run_notes(results: Results, named: bool = False) -> list[str]:
+    """The notes every table of the accuracy rows starts with: the evaluation (`named`: also a task-agnostic one the
+    table does not name otherwise), the scenario, the split, the runs left out (interrupted, failed, damaged,
+    diverged, seeds asked for that no run has) and the training loss."""
+    return (evaluation_notes(results, named) + scenario_notes(results) + split_notes(results)
+            + incomplete_notes(results) + class_loss_notes(results))
+
+
+def references_only_note(results: Results, include_references: bool, shown: set[str]) -> list[str]:
+    """Why a table that lists no reference runs (no `--references`) has no row: every finished run of the benchmark
+    is a joint or random reference; [] when it has rows or no such run."""
+    if shown or include_references:
+        return []
+    methods = sorted({str(run["method"]) for run in results.info.values() if run["method"] in REFERENCES})
+    if not methods or len(methods) < len({str(run["method"]) for run in results.info.values()}):
+        return []
+    return [f"nothing to show for {results.benchmark}: its finished runs are {' and '.join(methods)} only, the "
+            f"references, which a table lists as rows with --references; train an approach with `clbench train "
+            f"{results.command_name} -m METHOD --results {shlex.quote(str(results.results_dir))}`"]

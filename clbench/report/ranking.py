@@ -57,8 +57,8 @@ def build_ranking(comparisons: Sequence[Comparison]) -> Ranking:
     """The ranks of the approaches the comparisons were asked for (the same names on every benchmark)."""
     ranking = Ranking(list(comparisons[0].names) if comparisons else [])
     k = len(ranking.approaches)
-    for metric in METRICS:
-        names, rows = [], []
+    for metric in (name for name in METRICS if any(name in comparison.finals for comparison in comparisons)):
+        names, rows = [], []  # a metric no comparison has (not on its split: `Metric.reads`) has no ranks
         for comparison in comparisons:  # its approaches: the labels of `names` on that benchmark, in their order
             finals = comparison.finals.get(metric, {})
             if all(finals.get(label) for label in comparison.approaches):
@@ -104,7 +104,11 @@ def ranking_table(ranking: Ranking) -> Table:
              f"for {', '.join(name for name, metric in METRICS.items() if not metric.higher_is_better)}); Friedman's "
              f"chi-square and Iman-Davenport's F (Demsar 2006, Section 3.2.2); two approaches differ where the "
              f"Iman-Davenport p < {ALPHA:g} and their ranks differ by at least the Nemenyi critical difference"]
-    notes += [f"{ranks.metric}: no ranks: {ranks.refused}" for ranks in ranking.metrics if ranks.refused]
+    refused: dict[str, list[str]] = {}  # one note per cause, naming its metrics
+    for ranks in ranking.metrics:
+        if ranks.refused:
+            refused.setdefault(ranks.refused, []).append(ranks.metric)
+    notes += [f"{', '.join(names)}: no ranks: {reason}" for reason, names in refused.items()]
     return Table(header, rows, title="ranks across benchmarks", notes=notes)
 
 

@@ -17,11 +17,14 @@ import pandas as pd
 
 from clbench import metrics
 from clbench.errors import ResultsError
-from clbench.metric_registry import METRICS, Metric
+from clbench.metric_registry import METRICS, Metric, split_refusal
 from clbench.report.loading import DOMAIN, REFERENCES, Results
 from clbench.results import CURVE_FILE
 
 CONFIDENCE = 0.95
+NO_CURVE = ("no continual-evaluation curve, which the curve metrics need: train with `--set training.eval_every=K` "
+            "(e.g. 50)")
+"""Why a run has no value of a curve metric: the same words for every such metric, so the notes name it once."""
 # What a run shares with each reference (besides the seed): `joint` is trained, so it must share the run's data,
 # network and benchmark protocol (`reference_hash`); `random` trains nothing, so the data (`data_hash`) is enough.
 REFERENCE_KEYS = {"joint": "reference_hash", "random": "data_hash"}
@@ -99,6 +102,9 @@ def run_values(results: Results, metric: str, notes: list[str], include_referenc
     """
     if metric not in METRICS:
         raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
+    refusal = split_refusal([metric], results.split, f"--metric {metric}")
+    if refusal is not None:  # never another split's numbers under this one's name
+        raise ResultsError(refusal)
     chosen = METRICS[metric]
     references = reference_candidates(results) if chosen.references else {}
     values: dict[str, np.ndarray] = {}
@@ -169,8 +175,7 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
                      f"that cannot predict a task it has not learned, such as pathnet); re-run it with --force")
         return None
     if "curve" in metric.inputs and inputs.curve is None:
-        notes.append(f"left out {run_id}: {metric.title} needs the continual evaluation's curve, which this run did "
-                     f"not store; train it with `--set training.eval_every=K` (e.g. 50)")
+        notes.append(f"left out {run_id}: {NO_CURVE}")
         return None
     arguments = [getattr(inputs, name) for name in metric.inputs]
     notes += metric.notes(run_id, *arguments)

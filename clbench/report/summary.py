@@ -8,20 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clbench import metrics
-from clbench.metric_registry import METRICS
+from clbench.metric_registry import METRICS, split_note
 from clbench.report.cells import format_cell, format_memory, format_parameters, sort_value
 from clbench.report.formatting import Table
 from clbench.report.loading import REFERENCES, Results
-from clbench.report.notes import (
-    class_loss_notes,
-    complete_runs,
-    evaluation_notes,
-    incomplete_notes,
-    scenario_notes,
-    seed_coverage_notes,
-    split_notes,
-    unmeasured_labels,
-)
+from clbench.report.notes import complete_runs, run_notes, seed_coverage_notes, unmeasured_labels
 from clbench.report.statistics import (
     Cell,
     _reference_command,
@@ -65,8 +56,7 @@ class Summary:
 def build_summary(results: Results, include_references: bool = True) -> Summary:
     """A^{<=T}, BWT and max-previous forgetting per approach (mean over seeds), with `parameters` from run.json."""
     summary = Summary(results.benchmark, int(results.frame["stage"].max()) if not results.frame.empty else 0)
-    summary.notes += (evaluation_notes(results, named=True) + scenario_notes(results) + split_notes(results)
-                      + incomplete_notes(results) + class_loss_notes(results))
+    summary.notes += run_notes(results, named=True)
     per_label: dict[str, list[str]] = {}
     quiet: list[str] = []  # why a run has no FWT or I: said by `--metric fwt` / `--metric intransigence`
     transfer = run_values(results, "fwt", quiet, True)
@@ -110,12 +100,14 @@ def _add_continual(results: Results, summary: Summary, per_label: dict[str, list
     run_ids = [run_id for runs in per_label.values() for run_id in runs]
     if all(run_curve(results, run_id) is None for run_id in run_ids):
         return
-    values = last_values(results, SUMMARY_CONTINUAL, [])
+    summary.notes += split_note(SUMMARY_CONTINUAL, results.split)
+    shown = tuple(name for name in SUMMARY_CONTINUAL if METRICS[name].reads(results.split))
+    values = last_values(results, shown, [], include_references=True)  # joint's and random's rows too
     for row in summary.rows:
         row.continual.update({name: summarize(values[name][run_id] for run_id in per_label[row.label]
-                                              if run_id in values[name]) for name in SUMMARY_CONTINUAL})
-    summary.continual = SUMMARY_CONTINUAL
-    summary.notes += no_curve_note(results, run_ids)
+                                              if run_id in values[name]) for name in shown})
+    summary.continual = shown
+    summary.notes += no_curve_note(results, run_ids) if shown else []
 
 
 def missing_joint_notes(results: Results, per_label: dict[str, list[str]],

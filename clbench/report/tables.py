@@ -16,13 +16,10 @@ from clbench.report.formatting import Table, format_seeds
 from clbench.report.loading import Results, load_results
 from clbench.report.monitoring import monitoring_table_notes
 from clbench.report.notes import (
-    class_loss_notes,
-    evaluation_notes,
-    incomplete_notes,
     no_split_rows_note,
-    scenario_notes,
+    references_only_note,
+    run_notes,
     seed_coverage_notes,
-    split_notes,
     unmeasured_labels,
 )
 from clbench.report.statistics import Cell, run_values, summarize
@@ -57,8 +54,7 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
         raise ResultsError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
     results = results if results is not None else load_results(results_dir, benchmark, seeds)
     report = Report(benchmark, metric, [], evaluation=results.evaluation, split=results.split)
-    report.notes += (evaluation_notes(results) + scenario_notes(results) + split_notes(results)
-                     + incomplete_notes(results) + class_loss_notes(results))
+    report.notes += run_notes(results)
     if results.frame.empty and results.split != TEST and not results.runs.empty:
         report.notes.append(no_split_rows_note(results))
         return report
@@ -84,6 +80,7 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
                      if run["label"] in report.unmeasured}
     report.notes = [note for note in report.notes if not any(note.startswith(text) for text in shown_as_text)]
     report.notes += seed_coverage_notes(report.seeds)
+    report.notes += references_only_note(results, keep, set(per_label) | set(report.unmeasured))
     report.notes += monitoring_table_notes(results)
     return report
 
