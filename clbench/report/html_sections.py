@@ -115,15 +115,30 @@ def _summary_section(loaded: dict[str, Results], options: PageOptions) -> PageSe
 
 
 def _continual_section(results: Results, options: PageOptions, scratch: Path) -> PageSection | None:
-    """`--continual`'s table and figure (`clbench.report.continual`); None when no run has a curve."""
-    from clbench.report.continual import build_continual, continual_table, plot_continual
+    """`--continual`'s table and figure (`clbench.report.continual`); None when no run has a curve; on a split the
+    curves do not hold, the note that says so instead (`split_note`)."""
+    from clbench.metric_registry import split_note
+    from clbench.report.continual import (
+        CONTINUAL_METRICS,
+        build_continual,
+        continual_table,
+        curves_by_label,
+        plot_continual,
+    )
 
-    paths = [path for path in plot_continual(results, scratch) if path.suffix == PNG]
+    left_out = split_note(CONTINUAL_METRICS, results.split)
+    if left_out:
+        if not curves_by_label(results, options.references):
+            return None
+        return PageSection(f"continual evaluation ({results.evaluation})", "continual",
+                           "".join(f"<p>{html.escape(note)}</p>\n" for note in left_out))
+    paths = [path for path in plot_continual(results, scratch, options.references) if path.suffix == PNG]
     if not paths:
         return None
     caption = "each task's accuracy over the optimiser steps (task boundaries dotted), the lowest seed of each approach"
-    body = _tables_block("continual", render_tables([continual_table(build_continual(results), options.ci)],
-                                                    "html")) + _figures_block([(caption, paths[0])], "continual")
+    built = build_continual(results, options.references)
+    body = _tables_block("continual", render_tables([continual_table(built, options.ci)], "html")) + _figures_block(
+        [(caption, paths[0])], "continual")
     return PageSection(f"continual evaluation ({results.evaluation})", "continual", body)
 
 
