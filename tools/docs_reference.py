@@ -122,18 +122,22 @@ def option_default(command_name: str, option: str) -> object:
 
 
 def metrics_page() -> str:
-    from clbench.metric_registry import METRICS
+    from clbench.metric_registry import METRICS, SOURCES
 
     default_metric = option_default("report", "--metric")
 
     lines = ["# Metrics reference", "", GENERATED, "",
              "Every `clbench report --metric`, from `clbench.metric_registry`: its column, unit, what it takes "
-             "from a run (and the reference runs it needs), its definition at stage t and its source.", "",
-             "| `--metric` | column | unit | needs | definition | source |", "|---|---|---|---|---|---|"]
+             "from a run (and the reference runs it needs), the stored file it reads with the splits it can be "
+             "computed on (`report --split`; another split refuses it, or leaves it out of a table with a note), its "
+             "definition at stage t and its source.", "",
+             "| `--metric` | column | unit | needs | reads | definition | source |", "|---|---|---|---|---|---|---|"]
     for metric in METRICS.values():
         default = " (default)" if metric.name == default_metric else ""
+        reads = f"{', '.join(SOURCES[source].file for source in metric.sources)}: {', '.join(metric.splits)}"
         lines.append(f"| [`{metric.name}`](#{metric.name}){default} | `{metric.symbol}<=t` | {metric.unit} | "
-                     f"{cell(', '.join(metric.inputs))} | {cell(metric.definition)} | {cell(metric.source)} |")
+                     f"{cell(', '.join(metric.inputs))} | {cell(reads)} | {cell(metric.definition)} | "
+                     f"{cell(metric.source)} |")
     lines += ["", "## How the peers compute each", "",
               "What the code of the other continual-learning tools computes under the same name (each `Metric`'s "
               "`peers`, read in the file and at the commit it names). A number from a peer is comparable with "
