@@ -43,8 +43,8 @@ td:first-child { text-align: left; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 .tables ul { color: #555; font-size: 0.82rem; margin-top: 0.2rem; }
 .figures, .curves, .matrices { display: flex; flex-wrap: wrap; gap: 1rem 2rem; align-items: flex-start; }
-figure { margin: 0.5rem 0; }
-.figures img, .curves img { max-width: 100%; height: auto; }
+figure { margin: 0.5rem 0; max-width: 100%; }
+figure img { max-width: 100%; height: auto; }
 .curves figure { max-width: 780px; }
 .figures figure { max-width: 560px; }
 .matrices { gap: 1rem; }

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -86,18 +87,34 @@ def _html_header(text: str) -> str:
     return html.escape(text)
 
 
+_SUPERSCRIPT = re.compile(r"\^(?:\{([^{}]*)\}|(\w))")
+_SUBSCRIPT = re.compile(r"_\{([^{}]*)\}")
+
+
+def math_html(text: str) -> str:
+    """`text` escaped, with the plain-text maths of titles and notes written as HTML: `a^{<=t}` as a<sup>&le;t</sup>,
+    `a^t` as a<sup>t</sup>, `A_{J}` as A<sub>J</sub> (a bare `_` stays: it is in option names)."""
+    def script(tag: str) -> Callable[[re.Match[str]], str]:
+        def written(match: re.Match[str]) -> str:
+            inner = next(group for group in match.groups() if group is not None)
+            return f"<{tag}>{inner.replace('&lt;=', '&le;')}</{tag}>"
+        return written
+
+    return _SUBSCRIPT.sub(script("sub"), _SUPERSCRIPT.sub(script("sup"), html.escape(text)))
+
+
 def _render_html(table: Table) -> str:
     lines = []
     if table.header:
         lines.append("<table>")
         if table.title:
-            lines.append(f"<caption>{html.escape(table.title)}</caption>")
+            lines.append(f"<caption>{math_html(table.title)}</caption>")
         lines += ["<thead>", "<tr>" + "".join(f"<th>{_html_header(c)}</th>" for c in table.header) + "</tr>",
                   "</thead>", "<tbody>"]
         lines += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table.rows]
         lines += ["</tbody>", "</table>"]
     if table.notes:
-        lines += ["<ul>", *[f"<li>{html.escape(note)}</li>" for note in table.notes], "</ul>"]
+        lines += ["<ul>", *[f"<li>{math_html(note)}</li>" for note in table.notes], "</ul>"]
     return "\n".join(lines)
 
 
