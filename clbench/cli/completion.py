@@ -8,6 +8,7 @@ plugin) and the spec's typed sections.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from pathlib import Path
 
@@ -51,8 +52,10 @@ def devices(incomplete: str) -> list[str]:
 
 
 def _spec_keys(benchmark: str | None) -> list[str]:
-    """Every `SECTION.FIELD` of the benchmark's typed spec and `APPROACH.KEY` of its approach sections; the top-level
-    keys (the sections and the built-in methods) when no benchmark is named or it cannot be read."""
+    """Every `SECTION.FIELD` of the benchmark's typed spec, every built-in approach's `APPROACH.FIELD` (its
+    hyper-parameters, `approach_fields`) and `APPROACH.training.FIELD`, and the keys of a plugin's section in the
+    spec; the top-level keys (the sections and the built-in methods) when no benchmark is named or it cannot be
+    read."""
     from clbench.approaches import BUILTINS
     from clbench.errors import ClbenchError
     from clbench.spec import load_benchmark
@@ -65,9 +68,63 @@ def _spec_keys(benchmark: str | None) -> list[str]:
         else:
             fields = [f"{section}.{field.name}" for section in SET_SECTIONS
                       for field in dataclasses.fields(getattr(spec, section))]
-            own = [f"{method}.{key}" for method, section in spec.approaches.items() for key in section]
-            return sorted(fields) + sorted(own)
+            training = [f"training.{field.name}" for field in dataclasses.fields(spec.training)]
+            own = [f"{method}.{key}" for method in sorted(BUILTINS)
+                   for key in [*approach_fields(method), *training]]
+            other = [f"{method}.{key}" for method, section in spec.approaches.items() if method not in BUILTINS
+                     for key in section]  # a plugin's section in the spec file: the keys the file gives
+            return sorted(fields) + own + sorted(other)
     return [*SET_SECTIONS, *sorted(BUILTINS)]
+
+
+def approach_fields(method: str) -> list[str]:
+    """The hyper-parameter fields of a built-in approach (`hyperparameters_class`, its bases' first), read from the
+    source files with `ast`, not imported: an approach's module imports torch, and completion must not."""
+    from clbench.approaches import BUILTINS
+
+    module, _, name = BUILTINS[method].partition(":")
+    found = _class(module, name)
+    while found is not None:  # the approach class, then its bases, until one names its hyper-parameters class
+        where, approach = found
+        named = [statement.value for statement in approach.body
+                 if isinstance(statement, ast.Assign) and any(getattr(target, "id", None) == "hyperparameters_class"
+                                                              for target in statement.targets)
+                 or isinstance(statement, ast.AnnAssign) and getattr(statement.target, "id", None) ==
+                 "hyperparameters_class"]
+        if named and isinstance(named[0], ast.Name):
+            hyperparameters = _class(where, named[0].id)
+            return [] if hyperparameters is None else list(dict.fromkeys(_fields(*hyperparameters)))
+        bases = [base.id for base in approach.bases if isinstance(base, ast.Name)]
+        found = _class(where, bases[0]) if bases else None
+    return []
+
+
+def _fields(module: str, definition: ast.ClassDef) -> list[str]:
+    """The annotated fields of a dataclass definition, its bases' first (each base found through the imports)."""
+    inherited = [field for base in definition.bases if isinstance(base, ast.Name)
+                 if (found := _class(module, base.id)) is not None for field in _fields(*found)]
+    own = [statement.target.id for statement in definition.body if isinstance(statement, ast.AnnAssign)
+           and isinstance(statement.target, ast.Name) and "ClassVar" not in ast.unparse(statement.annotation)]
+    return inherited + own
+
+
+def _class(module: str, name: str) -> tuple[str, ast.ClassDef] | None:
+    """(module, definition) of the class `name` seen in `module`: defined there, or imported into it (followed)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        return None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for statement in tree.body:
+        if isinstance(statement, ast.ClassDef) and statement.name == name:
+            return module, statement
+    for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom) and statement.module and statement.level == 0:
+            if any((alias.asname or alias.name) == name for alias in statement.names):
+                original = next(alias.name for alias in statement.names if (alias.asname or alias.name) == name)
+                return _class(statement.module, original)
+    return None
 
 
 def dataset_names(incomplete: str) -> list[str]:
