@@ -42,8 +42,9 @@ def list_command(
         approaches.add_row(name, REGISTRY[name].summary, origin_label(name))
     out.print(approaches)
     if parameters:
-        table, notes = _parameter_table(specs)
-        out.print(table)
+        tables, notes = _parameter_table(specs, out.width)
+        for table in tables:
+            out.print(table)
         for note in notes:
             out.print(note, soft_wrap=True, markup=False, highlight=False)
 
@@ -97,19 +98,48 @@ def _counts(spec: object) -> dict[str, int | str]:
     return counts
 
 
-def _parameter_table(specs: list) -> tuple[object, list[str]]:
-    """The table of parameter counts (approach x benchmark), a refused pair marked `refused (n)`, and the notes
-    under it: `(n) reason`, one per distinct reason."""
-    from rich.table import Table
-
-    table = Table("approach", *[spec.name for spec in specs], title="Parameters")
+def _parameter_table(specs: list, width: int) -> tuple[list[object], list[str]]:
+    """The tables of parameter counts (approach x benchmark), a refused pair marked `refused (n)`, and the notes
+    under them: `(n) reason`, one per distinct reason. As many tables as it takes for every count and name to be
+    shown whole within `width` columns (`parameter_tables`)."""
     counts = {spec.name: _counts(spec) for spec in specs}
     reasons = list(dict.fromkeys(cell for per_spec in counts.values() for cell in per_spec.values()
                                  if isinstance(cell, str)))
-    names = dict.fromkeys(name for per_spec in counts.values() for name in per_spec)
-    for name in sorted(names):
-        table.add_row(name, *[_cell(counts[spec.name].get(name), reasons) for spec in specs])
-    return table, [f"({number}) refused: {reason}" for number, reason in enumerate(reasons, 1)]
+    names = sorted(dict.fromkeys(name for per_spec in counts.values() for name in per_spec))
+    columns = {spec.name: [_cell(counts[spec.name].get(name), reasons) for name in names] for spec in specs}
+    return parameter_tables(names, columns, width), [f"({number}) refused: {reason}"
+                                                     for number, reason in enumerate(reasons, 1)]
+
+
+CELL_FRAME = 3
+"""Columns a rich table adds to each of its columns (a border and one space of padding each side)."""
+
+
+def parameter_tables(approaches: list[str], columns: dict[str, list[str]], width: int) -> list[object]:
+    """The approach column beside as many benchmark columns as fit in `width`, then the next ones in another table
+    (its approach column repeated): no count or name is cut. A column wider than the console alone is not split."""
+    from rich.table import Table
+
+    def needed(header: str, cells: list[str]) -> int:
+        return max(len(header), *(len(cell) for cell in cells)) + CELL_FRAME
+
+    first = needed("approach", approaches) + 1  # the closing border
+    groups: list[list[str]] = [[]]
+    for name, cells in columns.items():
+        if groups[-1] and first + sum(needed(other, columns[other]) for other in groups[-1]) \
+                + needed(name, cells) > width:
+            groups.append([])
+        groups[-1].append(name)
+    tables = []
+    for index, group in enumerate(groups):
+        title = "Parameters" + (f" ({index + 1} of {len(groups)})" if len(groups) > 1 else "")
+        table = Table(title=title)
+        for header in ["approach", *group]:
+            table.add_column(header, no_wrap=True)
+        for row, approach in enumerate(approaches):
+            table.add_row(approach, *[columns[name][row] for name in group])
+        tables.append(table)
+    return tables
 
 
 def _cell(count: int | str | None, reasons: list[str]) -> str:
