@@ -5,11 +5,14 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clbench.cli.common import console, default_data_dir, handle_errors, load_methods, parse_seeds
 from clbench.cli.options import Benchmark, DataDir, Device, Evaluation, Methods, Mirror, Results, Seeds, SetOption
 from clbench.errors import ClbenchError
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 @handle_errors
@@ -26,8 +29,6 @@ def evaluate(
 ) -> None:
     """Re-evaluate trained runs from their per-task checkpoints; writes evaluation.parquet (test and validation
     rows) in each run folder and shows, per stage, the mean test accuracy over the tasks learned so far."""
-    from rich.table import Table
-
     from clbench.cli.progress import EvaluationProgress
     from clbench.results import TEST, check_results_folder, row_split, scenario_evaluation
     from clbench.run.engine import resolve_device
@@ -46,8 +47,6 @@ def evaluate(
     plans = plan_runs(spec, methods, parse_seeds(seeds), results, overrides)
     torch_device = resolve_device(device)
     loader = fetching_loader(data_dir or default_data_dir(), mirror)
-    table = Table("run", "stage", "mean accuracy", "per task",
-                  title=f"test accuracy A<=t, {shown}: mean over the tasks learned so far")
     shared = SharedTasks()  # the runs on the same data one after another, on one task sequence
     test_rows = {}
     with EvaluationProgress(console(stderr=True), len(plans)) as progress:
@@ -55,10 +54,23 @@ def evaluate(
             rows = reevaluate(plan, device=torch_device, loader=loader, shared=shared)
             test_rows[plan.run_dir] = [row for row in rows if row_split(row) == TEST]
             progress.run_evaluated(plan)
-    for plan in plans:
-        for row in table_rows(plan.run_id, test_rows[plan.run_dir], shown, plan.spec.data.scenario):
-            table.add_row(*row)
-    console().print(table)
+    console().print(evaluation_table(shown, [row for plan in plans for row in table_rows(
+        plan.run_id, test_rows[plan.run_dir], shown, plan.spec.data.scenario)]))
+
+
+def evaluation_table(shown: str, rows: Sequence[Sequence[str]]) -> Table:
+    """The table `evaluate` prints: a run id is never cut (two seeds' rows would read the same); the per-task
+    accuracies wrap instead."""
+    from rich.table import Table
+
+    table = Table(title=f"test accuracy A<=t, {shown}: mean over the tasks learned so far")
+    table.add_column("run", no_wrap=True, overflow="fold")  # whole on one line; folded only on a narrower console
+    table.add_column("stage", no_wrap=True)
+    table.add_column("mean accuracy", no_wrap=True)
+    table.add_column("per task", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def stage_means(rows: Sequence[dict[str, Any]], evaluation: str,
