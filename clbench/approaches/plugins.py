@@ -32,6 +32,21 @@ ENTRY_POINT_GROUP = "clbench.approaches"
 FILE_MODULE_PREFIX = "clbench_plugin_file"
 
 
+def user_name(thing: Any) -> str:
+    """A module or class as the user knows it: a plugin file's by its path (`path/to/file.py`, `Params in
+    path/to/file.py`), never by the internal module name clbench imports it under (`FILE_MODULE_PREFIX_...`);
+    another module or class by its dotted name; anything else as its repr."""
+    if isinstance(thing, type):
+        module = sys.modules.get(thing.__module__)
+        if thing.__module__.startswith(FILE_MODULE_PREFIX):
+            return f"{thing.__qualname__} in {getattr(module, '__file__', 'a plugin file')}"
+        return f"{thing.__module__}.{thing.__qualname__}"
+    name = getattr(thing, "__name__", None)
+    if isinstance(name, str):
+        return str(getattr(thing, "__file__", name)) if name.startswith(FILE_MODULE_PREFIX) else name
+    return repr(thing)
+
+
 def is_method_spec(text: str) -> bool:
     """True for `file.py:Class` or `package.module:Class` (a plain name like `hat` is a registered approach)."""
     return ":" in text
@@ -189,7 +204,7 @@ def _approach_class(module: Any, class_name: str, text: str) -> type[Approach]:
     cls = getattr(module, class_name, None)
     if cls is None:
         public = approach_classes(module)
-        raise SpecError(f"--method {text!r}: {module.__name__} has no class {class_name!r} "
+        raise SpecError(f"--method {text!r}: {user_name(module)} has no class {class_name!r} "
                         f"(Approach subclasses there: {', '.join(public) or 'none'})")
     _check_approach_class(cls, f"--method {text!r}")
     return cls
@@ -197,7 +212,8 @@ def _approach_class(module: Any, class_name: str, text: str) -> type[Approach]:
 
 def _check_approach_class(cls: Any, where: str) -> None:
     if not (isinstance(cls, type) and issubclass(cls, Approach)) or cls is Approach:
-        raise SpecError(f"{where}: {cls!r} is not a subclass of clbench.api.Approach; derive your class from it")
+        raise SpecError(f"{where}: {user_name(cls)} is not a subclass of clbench.api.Approach; derive your class from "
+                        f"it")
     if not cls.name:
         raise SpecError(f"{where}: {cls.__qualname__} has no `name`; set the class attribute, e.g. "
                         f"name = \"my-method\"")
@@ -216,7 +232,8 @@ def _check_class_attributes(cls: type[Approach], where: str) -> None:
     hyperparameters = cls.hyperparameters_class
     if not (isinstance(hyperparameters, type) and dataclasses.is_dataclass(hyperparameters)
             and issubclass(hyperparameters, Hyperparameters)):
-        raise SpecError(f"{where}: {cls.__qualname__}.hyperparameters_class is {hyperparameters!r}, not a dataclass "
+        raise SpecError(f"{where}: {cls.__qualname__}.hyperparameters_class is {user_name(hyperparameters)}, not a "
+                        f"dataclass "
                         f"derived from clbench.api.Hyperparameters; declare it with @dataclass(frozen=True) and "
                         f"derive it from cl.Hyperparameters")
 

@@ -19,11 +19,13 @@ from typing import Any
 from clbench.approaches import BUILTINS
 from clbench.approaches.base import Approach
 from clbench.approaches.plugins import (
+    FILE_MODULE_PREFIX,
     entry_point_approaches,
     import_method,
     is_method_spec,
     origin_code_identity,
     plain_name,
+    user_name,
 )
 from clbench.errors import SpecError
 from clbench.spec import check_name
@@ -50,6 +52,8 @@ def describe_origin(cls: type) -> str:
         return origin["description"]
     if cls.__module__.startswith("clbench."):
         return f"built-in {builtin_module(cls)}"
+    if cls.__module__.startswith(FILE_MODULE_PREFIX):
+        return user_name(cls)
     path = getattr(sys.modules.get(cls.__module__), "__file__", None)
     return f"module {cls.__module__}" + (f" ({path})" if path else "")
 
@@ -63,9 +67,9 @@ def builtin_module(cls: type) -> str:
 def register(cls: type[Approach]) -> type[Approach]:
     """Class decorator: register an approach under `cls.name` (a duplicate name is an error)."""
     if not cls.name:
-        raise SpecError(f"approach class {cls.__module__}.{cls.__qualname__} has no `name`: set the class "
+        raise SpecError(f"approach class {user_name(cls)} has no `name`: set the class "
                         f"attribute `name = \"my-method\"`")
-    check_name(cls.name, f"the name of approach class {cls.__module__}.{cls.__qualname__}")
+    check_name(cls.name, f"the name of approach class {user_name(cls)}")
     if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
         raise DuplicateApproachError(f"approach name {cls.name!r} is taken twice: by "
                                      f"{describe_origin(REGISTRY[cls.name])} and by {describe_origin(cls)}; "
