@@ -101,7 +101,8 @@ class NetworkSpec:
 class TrainingSpec:
     """The paper's protocol (Experiments: Training), shared by every approach unless it overrides a value."""
 
-    lr: float = field(0.05, doc="initial learning rate of plain SGD (paper: 0.05)", above=0.0)
+    lr: float = field(0.05, doc="initial learning rate of the optimizer (`optimizer`; paper: 0.05, plain SGD)",
+                      above=0.0)
     lr_factor: float = field(3.0, doc="divide the lr by this after `patience` epochs without improvement",
                              minimum=1.0)
     lr_min: float = field(1e-4, doc="stop the task when the lr falls below this (paper: 1e-4)", minimum=0.0)
@@ -123,7 +124,7 @@ class TrainingSpec:
                                       "(torch's Adam at lr, betas 0.9/0.999) or rmsprop (torch's RMSprop, alpha "
                                       "0.99); rebuilt, its state new, at every task and lr change",
                            choices=("sgd", "adam", "rmsprop"), added=True)
-    momentum: float = field(0.0, doc="sgd's or rmsprop's momentum (0: the paper's plain SGD)", minimum=0.0,
+    momentum: float = field(0.0, doc="sgd's or rmsprop's momentum (0: none, as the paper's plain SGD)", minimum=0.0,
                             maximum=0.999, added=True)
     weight_decay: float = field(0.0, doc="L2 weight decay of the optimizer (0: none, the paper)", minimum=0.0,
                                 added=True)

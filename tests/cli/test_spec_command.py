@@ -64,9 +64,18 @@ def test_overrides_and_variant_values_are_written_out(tmp_path: Path) -> None:
     assert raw["variant"] == "medium" and raw["variants"] == {"medium": {}}
 
 
+def test_an_approach_s_own_optimizer_lr_is_not_called_sgd_s(tmp_path: Path) -> None:
+    """supsup's section sets rmsprop: its lr's comment must not call it plain SGD's (issue 58, item 7)."""
+    lines = printed_spec(tmp_path, "pmnist").read_text().splitlines()
+    section = lines[lines.index("  supsup:"):][:12]
+    assert any(line.startswith("      optimizer: rmsprop  # ") for line in section)
+    lr = next(line for line in section if line.startswith("      lr: 0.0001  # "))
+    assert "of plain SGD" not in lr and "learning rate of the optimizer" in lr
+
+
 def test_each_field_carries_its_doc_as_a_comment(tmp_path: Path) -> None:
     lines = printed_spec(tmp_path, "mnist2").read_text().splitlines()
-    assert "  lr: 0.05  # initial learning rate of plain SGD (paper: 0.05)" in lines
+    assert "  lr: 0.05  # initial learning rate of the optimizer (`optimizer`; paper: 0.05, plain SGD)" in lines
     assert "  hidden: [800, 800, 800]  # mlp: hidden layer sizes (paper pmnist: 100/500/2000 x2; split MNIST: 800 x3)" \
         in lines
     assert "    smax: 400.0  # stability s_max of the annealed gate (Eq. 3; paper 400, grid 25..800)" in lines
