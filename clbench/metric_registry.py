@@ -204,8 +204,14 @@ def split_note(names: Sequence[str], split: str) -> list[str]:
 
 
 def metric_help() -> str:
-    """`--metric`'s help: every metric with its symbol and source."""
-    named = "; ".join(f"{metric.name}: {metric.title} {metric.symbol}, {metric.source}" for metric in METRICS.values())
+    """`--metric`'s help: every metric with its symbol and source, and the split it is limited to, if any."""
+    every = SOURCES[ACCURACY_ROWS].splits
+
+    def only(metric: Metric) -> str:
+        return f" ({' and '.join(metric.splits)} split only)" if len(metric.splits) < len(every) else ""
+
+    named = "; ".join(f"{metric.name}: {metric.title} {metric.symbol}, {metric.source}{only(metric)}"
+                      for metric in METRICS.values())
     return f"The per-stage metric of the table: {named}. The README's Report section defines each."
 
 
