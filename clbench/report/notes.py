@@ -194,19 +194,17 @@ def unmeasured_labels(results: Results, include_references: bool, shown: set[str
 def one_note_per_cause(results: Results, notes: list[str]) -> list[str]:
     """`notes` with the `left out RUN: why` notes of the same cause merged into one that names the runs by label and
     seeds (`left out sgd seeds 0-2, ewc seed 1: why`), in the order each cause is first seen; other notes once."""
-    merged: dict[str, dict[str, list[int]]] = {}
-    order: list[str] = []
+    merged: dict[str, dict[str, list[int]]] = {}  # cause -> label -> seeds
+    order: dict[tuple[bool, str], None] = {}  # (a merged cause?, its text), in order
     for note in notes:
         run_id, _, why = note.removeprefix("left out ").partition(": ")
         if not note.startswith("left out ") or run_id not in results.info:
-            order += [note] if note not in order else []
+            order[(False, note)] = None
             continue
-        runs = merged.setdefault(why, {})
-        if not runs:
-            order.append(f"\0{why}")
+        order[(True, why)] = None
         run = results.info[run_id]
-        runs.setdefault(str(run["label"]), []).append(int(run["seed"]))
-    return [_merged_note(merged[text[1:]], text[1:]) if text.startswith("\0") else text for text in order]
+        merged.setdefault(why, {}).setdefault(str(run["label"]), []).append(int(run["seed"]))
+    return [_merged_note(merged[text], text) if cause else text for cause, text in order]
 
 
 def _merged_note(runs: dict[str, list[int]], why: str) -> str:

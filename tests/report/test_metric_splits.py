@@ -282,3 +282,15 @@ def test_the_ranks_give_one_note_per_cause(tmp_path: Path) -> None:
     named = [name for note in notes for name in note.removeprefix("- ").split(": no ranks")[0].split(", ")]
     assert result.exit_code == 0 and len(notes) == 2, notes  # 2 benchmarks with values, or 0 (no curve, no joint)
     assert sorted(named) == sorted(METRICS)  # every metric in exactly one note
+
+
+def test_one_note_per_cause_merges_runs_of_a_cause_and_keeps_the_rest(results: Path) -> None:
+    from clbench.report.notes import one_note_per_cause
+
+    loaded = load_results(results, "b")
+    notes = ["left out b/sgd/c0/seed-0: cause A", "a note", "left out b/ewc/c0/seed-2: cause A",
+             "left out b/sgd/c0/seed-1: cause A", "left out b/sgd/c0/seed-1: cause B", "a note",
+             "left out b/nosuch/c0/seed-0: cause A"]  # a run id not in the results stays as it is
+    assert one_note_per_cause(loaded, notes) == [
+        "left out sgd seeds 0-1, ewc seed 2: cause A", "a note", "left out sgd seed 1: cause B",
+        "left out b/nosuch/c0/seed-0: cause A"]
