@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -195,8 +196,10 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--scratch", type=Path, default=None, help="scratch folder (default: a temporary one)")
     parser.add_argument("--inject-failure", default="", help="make these parts fail on purpose (e.g. 3)")
     parser.add_argument("--prepare", action="store_true", help="copy MNIST from --from into --mirror, then stop")
-    parser.add_argument("--from", dest="source", type=Path, default=REPO.parent / "shared" / "data",
-                        help="--prepare: the offline mirror to copy from (default ../shared/data)")
+    parser.add_argument("--from", dest="source", type=Path,
+                        default=Path(os.environ.get("CLBENCH_MIRROR") or REPO.parent / "shared" / "data"),
+                        help="--prepare: the offline mirror to copy from (default $CLBENCH_MIRROR, else "
+                             "../shared/data beside the checkout)")
     args = parser.parse_args(argv)
     if not args.prepare and args.out is None:
         parser.error("give the output folder OUT (or --prepare)")

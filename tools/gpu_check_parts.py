@@ -260,9 +260,9 @@ def bench_cli(check: Check, budget: float) -> tuple[list[dict], list[str], list[
     for path in sorted((results / "_bench").glob("*.parquet")):
         import pandas as pd
 
-        frame = pd.read_parquet(path)
+        records = json.loads(pd.read_parquet(path).to_json(orient="records"))  # plain Python numbers
         rows += [{**row, "status": "ok", "source": "clbench bench CLI",
-                  "epoch_mode": "measured" if not check.dry else "extrapolated"} for row in frame.to_dict("records")]
+                  "epoch_mode": "measured" if not check.dry else "extrapolated"} for row in records]
     problems = [] if finished.ok or finished.timed_out else [f"clbench bench: {finished.describe()}"]
     stopped = ["clbench bench stopped at its budget"] if finished.timed_out else []
     if finished.ok and not rows:
