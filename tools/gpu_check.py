@@ -195,6 +195,8 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every part's budget (e.g. 0.5)")
     parser.add_argument("--scratch", type=Path, default=None, help="scratch folder (default: a temporary one)")
     parser.add_argument("--inject-failure", default="", help="make these parts fail on purpose (e.g. 3)")
+    parser.add_argument("--extra-methods", default="",
+                        help="part 2: bench these too after the built-ins (names or module:Class specs of plugins)")
     parser.add_argument("--prepare", action="store_true", help="copy MNIST from --from into --mirror, then stop")
     parser.add_argument("--from", dest="source", type=Path,
                         default=Path(os.environ.get("CLBENCH_MIRROR") or REPO.parent / "shared" / "data"),
@@ -219,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     scratch = args.scratch.absolute() if args.scratch else Path(tempfile.mkdtemp(prefix="gpu-check-"))
     scratch.mkdir(parents=True, exist_ok=True)
     check = Check(out, scratch, args.device or ("cpu" if args.dry else "cuda"), args.dry, args.mirror.absolute(),
-                  inject)
+                  inject, args.extra_methods)
     results = run_check(check, numbers, args.total or (DRY_TOTAL_SECONDS if args.dry else TOTAL_SECONDS), args.scale)
     print("\n".join(["", *status_table(results), "", f"files in {out}: "
                      + ", ".join(sorted(path.name for path in out.iterdir()))]))

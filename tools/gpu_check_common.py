@@ -34,6 +34,7 @@ class Check:
     dry: bool  # tiny sizes, so that the whole check runs in well under a minute on a CPU
     mirror: Path  # the offline mirror holding mnist/ (the checkout's .gpu-data on the device machine)
     inject: frozenset[int] = frozenset()  # parts that fail on purpose (`--inject-failure`)
+    extra_methods: str = ""  # part 2: methods benched after the built-ins (`--extra-methods`, e.g. plugins)
     python: str = sys.executable
 
     @property

@@ -222,6 +222,8 @@ def part_bench(check: Check, budget: float) -> PartResult:
             command += ["--set", override]
         if check.dry:
             command += ["--methods", DRY_METHODS[benchmark]]
+        if check.extra_methods:
+            command += ["--extra", check.extra_methods]
         finished = run_command(check, command, (budget - spent) * share, f"part 2: bench {benchmark}")
         spent += finished.seconds
         records = [r for r in read_jsonl(jsonl) if "method" in r]
@@ -321,9 +323,9 @@ def part_replay(check: Check, budget: float) -> PartResult:
     counts = "device_kernels" if check.device == "cuda" else "aten_ops"
     rows = [(r["method"], number(r["clbench_ms"], 3), number(r["raw_ms"], 3), f"{r['ratio']:.2f}x",
              f"<= {REPLAY_TARGET}x", "met" if r["ratio"] <= REPLAY_TARGET else "MISSED",
-             number(r["clbench_counts"][counts], 1), number(r["raw_counts"][counts], 1),
-             number(r["clbench_counts"]["launch_calls"], 1), number(r["raw_counts"]["launch_calls"], 1),
-             number(r["clbench_counts"]["host_syncs"], 2), number(r["raw_counts"]["host_syncs"], 2)) for r in done]
+             *(number(r[side].get(key), digits) for key, digits in ((counts, 1), ("launch_calls", 1),
+                                                                    ("host_syncs", 2))
+               for side in ("clbench_counts", "raw_counts"))) for r in done]
     label = "kernels" if check.device == "cuda" else "aten ops"
     table = markdown_table(("method (batch 10, buffer 500)", "clbench [ms/step]", "raw [ms/step]", "ratio", "target",
                             "verdict", f"{label}/step clbench", "raw", "launch calls/step clbench", "raw",

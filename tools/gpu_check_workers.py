@@ -4,9 +4,10 @@ ends that process only); each appends one JSON line per finished measurement, so
     python tools/gpu_check_workers.py bench --benchmark mixture8 --device cuda --jsonl FILE [--batches 20]
     python tools/gpu_check_workers.py replay --device cuda --jsonl FILE
 
-`bench`: every approach that runs on the benchmark's network, one at a time, as `clbench bench` measures it
-(`clbench.run.bench.bench_method` on `bench_tasks`' synthetic images of the real shapes and sizes), epochs
-extrapolated from the timed batches; an approach that fails is recorded with its error and the next one is measured.
+`bench`: every approach that runs on the benchmark's network (then the `--extra` ones, e.g. plugins), one at a
+time, as `clbench bench` measures it (`clbench.run.bench.bench_method` on `bench_tasks`' synthetic images of the real
+shapes and sizes), epochs extrapolated from the timed batches; an approach that fails is recorded with its error and
+the next one is measured.
 
 `replay`: clbench's `er` and `derpp` training step on seq-mnist's 784-100-100 MLP at batch 10 (buffer 500, 10
 replayed samples per step, the memory full of task 1's samples, timed on task 2) against a raw PyTorch loop of the
@@ -52,28 +53,39 @@ NOT_RUN = {"gdumb": "no step of the loop to time: one pass over the stream witho
 
 
 # ---------------------------------------------------------------------------------------------- bench
-def bench_methods(spec: BenchmarkSpec, only: Sequence[str] = ()) -> list[str]:
-    """The built-in approaches that run on the spec's network, the paper's first, the slowest last."""
-    kind = spec.network.kind
-    names = [name for name in (only or sorted(REGISTRY)) if not REGISTRY[name].unsupported_networks.get(kind)]
+def bench_methods(names: Sequence[str]) -> list[str]:
+    """`names` in the order they are measured: the paper's comparison first, the slowest to set up last."""
     first = [name for name in FIRST if name in names]
     last = [name for name in names if name in LAST]
     return first + [name for name in names if name not in first and name not in last] + last
 
 
+def not_measured(spec: BenchmarkSpec, method: str) -> str | None:
+    """Why `method` is not measured on this spec (it refuses the network, or has no step to time), else None."""
+    refused = REGISTRY[method].unsupported_networks.get(spec.network.kind)
+    return f"does not run on network.kind {spec.network.kind}: {refused}" if refused else NOT_RUN.get(method)
+
+
 def bench(benchmark: str, device: torch.device, batches: int, overrides: Sequence[str], only: Sequence[str],
-          jsonl: Path) -> None:
+          extra: Sequence[str], jsonl: Path) -> None:
+    """`only` (default: every approach registered, installed plugins' included) and then the `extra` methods (names
+    or method specs such as `package.module:Class`, registered first)."""
+    from clbench.approaches.registry import load_entry_points, load_methods
+
+    load_entry_points()
+    extra = load_methods(list(extra)) if extra else []
     spec = load_benchmark(benchmark, list(overrides))
     settings = BenchSettings(batches=batches, epoch="extrapolate")
     start = time.perf_counter()
     tasks, data = bench_tasks(spec, settings.seed, device)
     append_jsonl(jsonl, {"benchmark": benchmark, "event": "data", "data": data, "seconds": time.perf_counter() - start,
                          "device_name": device_name(device), "train_sizes": [len(t.train) for t in tasks.tasks]})
-    for method in bench_methods(spec, only):
+    methods = bench_methods(only or sorted(REGISTRY))
+    for method in methods + [name for name in bench_methods(extra) if name not in methods]:
         record = {"benchmark": benchmark, "method": method, "data": data}
         start = time.perf_counter()
-        if method in NOT_RUN:
-            append_jsonl(jsonl, {**record, "status": "skipped", "reason": NOT_RUN[method], "seconds": 0.0})
+        if not_measured(spec, method):
+            append_jsonl(jsonl, {**record, "status": "skipped", "reason": not_measured(spec, method), "seconds": 0.0})
             continue
         try:
             result = bench_method(spec, method, tasks, device, settings)
@@ -195,16 +207,20 @@ class RawReplay:
         return run
 
 
-def profiled_counts(epoch: Callable[[], tuple[float, int]], device: torch.device) -> dict[str, float]:
+def profiled_counts(epoch: Callable[[], tuple[float, int]], device: torch.device) -> dict[str, object]:
     """Per step of one epoch under torch.profiler: CUDA kernels (and memory copies/sets), launch calls, host
     synchronisations, copies; on the CPU the aten operators."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with profile(activities=activities) as profiler:
-        _, steps = epoch()
-    events = profiler.key_averages()
+    try:
+        with profile(activities=activities) as profiler:
+            _, steps = epoch()
+        events = profiler.key_averages()
+    except Exception as error:  # a profiler that cannot start (no CUPTI) leaves the timings standing
+        traceback.print_exc()
+        return {"profiler_error": f"{type(error).__name__}: {error}"}
 
     def count(test: Callable[[object], bool]) -> float:
         return sum(event.count for event in events if test(event)) / max(1, steps)
@@ -282,13 +298,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=20, help="bench: batches timed per measurement")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="bench: a spec override")
     parser.add_argument("--methods", default="", help="bench: comma-separated (default: every approach)")
+    parser.add_argument("--extra", default="", help="bench: more methods after those, e.g. plugins' module:Class")
     parser.add_argument("--repeats", type=int, default=3, help="replay: timed epochs of each, in turns")
     parser.add_argument("--dry", action="store_true", help="replay: tiny sizes")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if args.worker == "bench":
         only = [name for name in args.methods.split(",") if name]
-        bench(args.benchmark, device, args.batches, args.overrides, only, args.jsonl)
+        extra = [name for name in args.extra.split(",") if name]
+        bench(args.benchmark, device, args.batches, args.overrides, only, extra, args.jsonl)
     else:
         replay(device, args.dry, args.jsonl, args.repeats)
     return 0
