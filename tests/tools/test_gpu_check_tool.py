@@ -139,6 +139,10 @@ def test_a_stopped_run_is_read_where_it_stopped(gpu_check: ModuleType, tmp_path:
     figures = runs.rates([progress], 1800.0)
     assert (figures["tasks_per_hour"], figures["epochs_per_hour"], figures["runs_per_hour"]) == (2.0, 10.0, 0.0)
     assert figures["estimated_runs_per_hour"] == pytest.approx(0.2)  # 2 tasks an hour, 10 tasks a run
+    finished = sibling("gpu_check_common").Finished
+    done, stopped, broken = (finished(("clbench",), code, 1.0, code is None, "") for code in (0, None, 1))
+    assert [runs.train_status(ends) for ends in ([done], [done, stopped], [stopped, broken])] == \
+        ["ok", "partial", "failed"]  # stopped at its budget: partial; an exit status other than 0: failed
 
 
 def test_pytest_outcomes_are_read_with_and_without_xdist(gpu_check: ModuleType) -> None:
