@@ -40,11 +40,12 @@ class GPMHyperparameters(Hyperparameters):
     """GPM's hyper-parameters; the defaults are the authors' permuted MNIST values (sahagobinda/GPM main_pmnist.py)."""
 
     clip_grad_norm: float = field(0.0, doc="gradient-norm clipping (the authors clip nothing: main_pmnist.py:62-66, "
-                                           "main_cifar100.py:127-159; 0: none)", minimum=0.0)
+                                           "main_cifar100.py:127-159; 0: none)",
+                                  minimum=0.0, special={0.0: "no clipping"})
     thresholds: tuple[float, ...] = field((0.95, 0.99, 0.99), doc="energy threshold per projected layer, input "
                                           "layer first, the last repeated for further layers (main_pmnist.py:216: "
                                           "0.95, 0.99, 0.99; main_cifar100.py:297: 0.97 for every layer)",
-                                          minimum=0.0, maximum=1.0)
+                                          minimum=0.0, maximum=1.0, min_items=1)
     threshold_increment: float = field(0.0, doc="added to every threshold per task learned before (main_cifar100.py"
                                                 ":297: 0.003; pmnist: none)", minimum=0.0, maximum=1.0)
     samples: int = field(300, doc="random training samples of the task whose activations form the representation "

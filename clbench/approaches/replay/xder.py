@@ -90,7 +90,8 @@ class XDERHyperparameters(ReplayHyperparameters):
     simclr_num_aug: int = field(4, doc=f"augmented views of each sample for the consistency ({SOURCE}: 4)",
                                 minimum=2)
     constr_eta: float = field(0.1, doc=f"weight of the past and future constraints ({SOURCE}: 0.1)", minimum=0.0)
-    constr_margin: float = field(0.3, doc=f"margin of the past and future constraints ({SOURCE}: 0.3)")
+    constr_margin: float = field(0.3, doc=f"margin of the past and future constraints ({SOURCE}: 0.3)",
+                                 minimum=0.0)
     future_constraint: bool = field(True, doc=f"the future heads kept below the own head by the margin ({SOURCE}: 1)")
     past_constraint: bool = field(False, doc=f"the current head kept above the earlier heads' softmax ({SOURCE}: 0)")
     align_bn: bool = field(True, doc=f"batch norm's running statistics from the memory batch joined by a part of "
