@@ -249,6 +249,22 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return path, value
 
 
+def domain_text(metadata: Mapping[str, Any]) -> str:
+    """A field's declared domain in words, for the reference pages: `> 0 and < 1`, `>= 0, or -1 (meaning)`, `one of
+    a, b`, `at least 1 value, each >= 0`; "" where nothing is declared."""
+    if metadata.get("choices") is not None:
+        return "one of " + ", ".join(map(str, metadata["choices"]))
+    bounds = [f"{relation} {metadata[name]:g}" for name, relation in
+              (("minimum", ">="), ("above", ">"), ("maximum", "<="), ("below", "<")) if metadata.get(name) is not None]
+    text = " and ".join(bounds)
+    if metadata.get("special"):
+        text += ", or " + ", ".join(f"{value:g} ({meaning})" for value, meaning in metadata["special"].items())
+    if metadata.get("min_items"):
+        items = metadata["min_items"]
+        text = f"at least {items} value{'s' if items > 1 else ''}" + (f", each {text}" if text else "")
+    return text
+
+
 def describe_fields(cls: type) -> list[tuple[str, Any, str]]:
     """(name, default, doc) for each field of a config dataclass, for `clbench list` and the docs."""
     return [(f.name, f.default, f.metadata.get("doc", "")) for f in dataclasses.fields(cls)]
