@@ -44,6 +44,8 @@ REFUSED = [
                                 "classes)"),
     ("packnet.prune_fraction=1", "mnist2", "`approaches.packnet.prune_fraction` is 1.0; it must be < 1"),
     ("wsn.c=0", "mnist2", "`approaches.wsn.c` is 0.0; it must be > 0"),
+    ("gpm.layer_samples=[10,400]", "mnist2", "`approaches.gpm.layer_samples` is [10, 400]; each layer's samples are "
+                                            "taken among the gpm.samples (300) images"),
 ]
 SMALL = ["--set", "data.max_train_samples=100"]  # 100 training images per task: 50 per class on mnist5
 
@@ -59,6 +61,16 @@ def test_train_refuses_a_value_outside_its_domain_before_any_work(option: str, b
         output.startswith(f"--set {option}: approach {method}: ") or f"--set {option}: " in output, output
     assert expected in output, output
     assert "Traceback" not in output and not (tmp_path / "r").exists()
+
+
+def test_xder_views_that_cannot_be_allocated_are_refused_with_augmentation_only() -> None:
+    """simclr_num_aug views of each of the batch's 32 and the 64 memory samples (the consistency term runs only with
+    data.augment)."""
+    option = "xder.simclr_num_aug=1e9"
+    with pytest.raises(SpecError, match=r"`approaches.xder.simclr_num_aug` is 1000000000; 96,000,000,000 augmented "
+                                        r"views per step would take about"):
+        resolve(load_benchmark("cifar10-5", [option, "data.augment=true"]), "xder")
+    resolve(load_benchmark("cifar10-5", [option, "data.augment=false"]), "xder")
 
 
 @pytest.mark.parametrize("command", ["spec", "tune"])

@@ -29,6 +29,7 @@ from torch import nn
 
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.domains import BenchmarkFacts, DomainProblem
 from clbench.approaches.gpm import functions
 from clbench.data.batches import TaskSequence
 from clbench.errors import SpecError
@@ -71,6 +72,16 @@ class GPM(Approach):
     monitoring_reporter = "clbench.approaches.gpm.report:GPMReporter"
     hyperparameters_class = GPMHyperparameters
     hparams: GPMHyperparameters
+
+    @classmethod
+    def hyperparameter_problem(cls, hyperparameters: Hyperparameters, facts: BenchmarkFacts) -> DomainProblem | None:
+        """Each layer's samples (layer_samples) among the `samples` images of the representation: at most it."""
+        assert isinstance(hyperparameters, GPMHyperparameters)
+        if max(hyperparameters.layer_samples, default=0) > hyperparameters.samples:
+            return DomainProblem("layer_samples", f"each layer's samples are taken among the gpm.samples "
+                                                  f"({hyperparameters.samples}) images of the representation: use "
+                                                  f"at most {hyperparameters.samples} each")
+        return None
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)
