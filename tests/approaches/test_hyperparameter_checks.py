@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from clihelpers import TINY, invoke_fresh, offline
+from clihelpers import TINY, invoke_fresh, kept_registry, offline
 
 from clbench.approaches.domains import BenchmarkFacts, special_values
 from clbench.approaches.registry import REGISTRY
@@ -153,3 +153,32 @@ def test_a_special_value_is_no_end_of_a_grid() -> None:
     assert grid_ends(["bic.lamb=-1,1"], [("bic.lamb", "-1")])[0][:3] == ("bic.lamb", "-1", "lowest")  # unaware
     assert special_values(REGISTRY["bic"], "training.lr") == ()
 
+
+
+def test_a_plugin_s_hook_is_asked_as_a_built_in_s() -> None:
+    """A plugin declares its cross-field rule with `clbench.api` alone; `resolve` refuses a value that breaks it."""
+    import clbench.api as cl
+
+    @dataclass(frozen=True)
+    class Pair(cl.Hyperparameters):
+        low: int = cl.field(1, doc="low", minimum=0)
+        high: int = cl.field(2, doc="high", minimum=0)
+
+    class Ordered(cl.Approach):
+        name = "ordered-plugin"
+        summary = "a plugin with a cross-field rule"
+        hyperparameters_class = Pair
+
+        @classmethod
+        def hyperparameter_problem(cls, hyperparameters, facts):  # type: ignore[no-untyped-def]
+            if hyperparameters.low > hyperparameters.high:
+                return cl.DomainProblem("low", f"use at most high ({hyperparameters.high})")
+            return None
+
+    with kept_registry():
+        cl.register(Ordered)
+        spec = load_benchmark("mnist2", ["ordered-plugin.low=3"])
+        with pytest.raises(SpecError) as refused:
+            resolve(spec, "ordered-plugin")
+        assert str(refused.value) == ("--set ordered-plugin.low=3: approach ordered-plugin: "
+                                      "`approaches.ordered-plugin.low` is 3; use at most high (2)")
