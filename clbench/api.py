@@ -2,8 +2,11 @@
 
 A plugin is a subclass of `Approach` with a unique class attribute `name` (its method name and results folder),
 a one-line `summary`, and optionally a frozen dataclass of hyper-parameters (a subclass of `Hyperparameters`,
-each field declared with `field(default, doc=..., minimum=...)`) set as `hyperparameters_class`. Its values
-come from the spec (`approaches.<name>.<key>`) or `--set <name>.<key>=...` and are validated against it.
+each field declared with `field(default, doc=..., minimum=...)`, its domain: `minimum`, `maximum`, `above`,
+`below`, `choices`, `min_items`, `special`) set as `hyperparameters_class`. Its values come from the spec
+(`approaches.<name>.<key>`) or `--set <name>.<key>=...` and are validated against it; what a field cannot say alone
+(against another field or the benchmark's `BenchmarkFacts`: classes per task, input size, training images) goes in
+the classmethod `hyperparameter_problem(hyperparameters, facts) -> DomainProblem | None`, checked before any work.
 
 The base class owns the loop (epochs, lr schedule, early stopping, best-weights restore, evaluation);
 override only the hooks you need, all optional:
@@ -106,6 +109,7 @@ import torch
 
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, EpochLog, Evaluation, Hyperparameters, StepInfo, TaskLog
+from clbench.approaches.domains import BenchmarkFacts, DomainProblem, memory_problem
 from clbench.approaches.optim import StepOptimizer
 from clbench.approaches.parameters import ParameterDict, detached_parameters, named_body_parameters, tensors_to
 from clbench.approaches.plugins import ENTRY_POINT_GROUP
@@ -124,7 +128,9 @@ __all__ = [
     "Approach",
     "ApproachContext",
     "Batch",
+    "BenchmarkFacts",
     "ClbenchError",
+    "DomainProblem",
     "EpochLog",
     "Evaluation",
     "Hyperparameters",
@@ -142,6 +148,7 @@ __all__ = [
     "TrainingSpec",
     "detached_parameters",
     "field",
+    "memory_problem",
     "named_body_parameters",
     "register",
     "tensors_to",

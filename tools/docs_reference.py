@@ -75,12 +75,16 @@ def cli_page() -> str:
 def approaches_page() -> str:
     from clbench.approaches import BUILTINS
     from clbench.approaches.registry import REGISTRY
+    from clbench.spec.fields import domain_text
 
     lines = ["# Approaches reference", "", GENERATED, "",
              "Every built-in approach: what it does and where clbench departs from its paper and from the authors' "
              "code (its module's docstring), the authors' source files (its class's docstring), its "
-             "hyper-parameters with their defaults and sources (the fields of its dataclass; a shipped spec states "
-             "only the values that differ), and the module it is written in. `clbench spec BENCHMARK` prints the "
+             "hyper-parameters with their defaults, the values each field allows and their sources (the fields of its "
+             "dataclass; a shipped spec states only the values that differ), and the module it is written in. "
+             "Beyond a field's own domain, an approach's `hyperparameter_problem` checks its values against each "
+             "other and the benchmark (memory, classes, held-out splits) before any work (see "
+             "[Development](../development.md#hyper-parameter-domains)). `clbench spec BENCHMARK` prints the "
              "values a benchmark resolves.", ""]
     described: dict[str, str] = {}
     for name in BUILTINS:
@@ -98,11 +102,12 @@ def approaches_page() -> str:
             lines += [doc, ""]
         fields = dataclasses.fields(cls.hyperparameters_class)
         if fields:
-            lines += ["| hyper-parameter | default | meaning and source |", "|---|---|---|"]
+            lines += ["| hyper-parameter | default | allowed | meaning and source |", "|---|---|---|---|"]
             for spec_field in fields:
                 default = spec_field.default if spec_field.default is not dataclasses.MISSING else "(required)"
                 doc = cell(spec_field.metadata.get("doc", ""))
-                lines.append(f"| `{spec_field.name}` | `{cell(default)}` | {doc} |")
+                allowed = cell(domain_text(spec_field.metadata))
+                lines.append(f"| `{spec_field.name}` | `{cell(default)}` | {allowed} | {doc} |")
             lines.append("")
         else:
             lines += ["No hyper-parameters.", ""]

@@ -64,6 +64,7 @@ from clbench.approaches.datatypes import (
     StepInfo,
     TaskLog,
 )
+from clbench.approaches.domains import BenchmarkFacts, DomainProblem
 from clbench.approaches.evaluation import Measure, aware_and_agnostic, mean_over_batches
 from clbench.approaches.optim import StepOptimizer, clip_grad_norm, protocol_optimizer
 from clbench.approaches.parameters import tensor_bytes
@@ -133,6 +134,13 @@ class Approach(ScenarioLosses):
         (`unsupported_networks`, `refuses_bias_free`), or None if it can."""
         return unsupported_network_problem(cls.name, cls.unsupported_networks, network.kind,
                                            cls.refuses_bias_free if not network.bias else "")
+
+    @classmethod
+    def hyperparameter_problem(cls, hyperparameters: Hyperparameters, facts: BenchmarkFacts) -> DomainProblem | None:
+        """Why these hyper-parameters cannot run against each other or the benchmark (`facts`: classes per task,
+        input size, training images), or None: checked with each field's declared domain before any work
+        (`clbench.approaches.domains`). A method with such constraints overrides it (the default: none)."""
+        return None
 
     @classmethod
     def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:

@@ -21,7 +21,7 @@ class Hyperparameters:
     clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (reference: 10000 for sgd, sgd-f, joint, "
                                                "hat, pnn, imm-mean; 100 ewc, lwf; 200 lfl; 1000 imm-mode, pathnet); "
                                                "0: no clipping (Mammoth)",
-                                  minimum=0.0)
+                                  minimum=0.0, special={0.0: "no clipping"})
 
 
 @dataclass(frozen=True)

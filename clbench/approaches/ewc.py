@@ -37,7 +37,8 @@ from clbench.spec.fields import field
 class EWCHyperparameters(Hyperparameters):
     """EWC's hyper-parameters (reference defaults, grid-searched on seed 0)."""
 
-    clip_grad_norm: float = field(100.0, doc="gradient-norm clipping (reference ewc: 100)", minimum=0.0)
+    clip_grad_norm: float = field(100.0, doc="gradient-norm clipping (reference ewc: 100)",
+                                  minimum=0.0, special={0.0: "no clipping"})
     lamb: float = field(5000.0, doc="penalty strength lambda (Kirkpatrick et al. 2017 eq. 3; reference 5000, "
                                     "grid 500, 1000, 2000, 5000, 10000, 20000, 50000)", minimum=0.0)
     fisher_batch_size: int = field(20, doc="batch size of the batch-wise Fisher estimate (reference "

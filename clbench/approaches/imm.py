@@ -42,7 +42,8 @@ from clbench.spec.fields import field
 class IMMMeanHyperparameters(Hyperparameters):
     """Mean-IMM's hyper-parameters (reference defaults, grid-searched on seed 0)."""
 
-    clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (reference imm-mean: 10000)", minimum=0.0)
+    clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (reference imm-mean: 10000)",
+                                  minimum=0.0, special={0.0: "no clipping"})
     regularization: float = field(1e-4, doc="L2-transfer strength (Lee et al. 2017; reference 1e-4, grid 1e-2, "
                                             "5e-3, 1e-3, 5e-4, 1e-4, 5e-5, 1e-6)", minimum=0.0)
 

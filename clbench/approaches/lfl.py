@@ -58,7 +58,8 @@ def penultimate(network: MultiHeadNet, inputs: torch.Tensor) -> torch.Tensor:
 class LFLHyperparameters(Hyperparameters):
     """LFL's hyper-parameters (reference defaults, grid-searched on seed 0)."""
 
-    clip_grad_norm: float = field(200.0, doc="gradient-norm clipping (reference lfl: 200)", minimum=0.0)
+    clip_grad_norm: float = field(200.0, doc="gradient-norm clipping (reference lfl: 200)",
+                                  minimum=0.0, special={0.0: "no clipping"})
     lamb: float = field(0.05, doc="weight of the penultimate-activation L2 penalty (Jung et al. 2016; "
                                   "reference 0.05, grid 0.1, 0.05, 0.01, 5e-3, 1e-3, 5e-4, 1e-4, 5e-5)",
                         minimum=0.0)

@@ -30,7 +30,8 @@ from clbench.spec.fields import field
 class LwFHyperparameters(Hyperparameters):
     """LwF's hyper-parameters (reference defaults, grid-searched on seed 0)."""
 
-    clip_grad_norm: float = field(100.0, doc="gradient-norm clipping (reference lwf: 100)", minimum=0.0)
+    clip_grad_norm: float = field(100.0, doc="gradient-norm clipping (reference lwf: 100)",
+                                  minimum=0.0, special={0.0: "no clipping"})
     lamb: float = field(2.0, doc="weight of the distillation loss (Li & Hoiem 2017: lambda_o; reference 2, "
                                  "grid 0.1, 0.5, 1, 2, 4, 8, 10)", minimum=0.0)
     temperature: float = field(1.0, doc="distillation temperature T (the paper used 2; reference 1, grid 0.5, "

@@ -1,7 +1,10 @@
 """Resolving a spec's approach sections against the registry: `resolve` gives the class, its validated
 hyper-parameters and its effective training protocol (`ResolvedApproach`); every other approach section and every
-default grid (`grids:`) of the spec is validated on the way. `refusal` says why an approach cannot run a spec (the
-one rule of `clbench.approaches.refusals.approach_refusal`), and `resolve` refuses with its message.
+default grid (`grids:`) of the spec is validated on the way, each value within its domain
+(`clbench.approaches.domains`: its field's, then the approach's `hyperparameter_problem` against the other fields
+and the benchmark). `refusal` says why an approach cannot run a spec (the one rule of
+`clbench.approaches.refusals.approach_refusal`, then a default hyper-parameter that does not fit the benchmark), and
+`resolve` refuses with its message.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import Hyperparameters
+from clbench.approaches.domains import domain_refusal, given, hyperparameter_problem
 from clbench.approaches.refusals import Refusal, approach_refusal
 from clbench.approaches.registry import REGISTRY, approach_names, ensure_loaded, lookup, reload_spec
 from clbench.errors import SpecError
@@ -99,7 +103,12 @@ def refusal(spec: BenchmarkSpec, method: str) -> Refusal | None:
 
 
 def _refusal(spec: BenchmarkSpec, resolved: ResolvedApproach) -> Refusal | None:
-    return approach_refusal(resolved.cls, spec.network, spec.data, resolved.training, resolved.hyperparameters)
+    """The body, scenario and protocol refusals, then a default hyper-parameter that does not fit the benchmark."""
+    refused = approach_refusal(resolved.cls, spec.network, spec.data, resolved.training, resolved.hyperparameters)
+    if refused is not None:
+        return refused
+    problem = hyperparameter_problem(resolved.cls, resolved.hyperparameters, spec)
+    return None if problem is None else domain_refusal(problem, resolved.name, resolved.hyperparameters)
 
 
 def check_default_grids(spec: BenchmarkSpec) -> None:
@@ -163,4 +172,7 @@ def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
     training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
                      origins=spec.origins)
     check_optimizer(training, f"{where}.training", origin_of(f"{where}.training", spec.source, spec.origins))
+    problem = hyperparameter_problem(cls, hyperparameters, spec)  # the domain against other fields and the benchmark
+    if problem is not None and given(spec, method, problem.key):
+        raise SpecError(domain_refusal(problem, method, hyperparameters).message(spec.source, spec.origins))
     return ResolvedApproach(cls, hyperparameters, scenario_training(training, spec.data.scenario))

@@ -155,6 +155,7 @@ def _choose_and_write(rows, benchmark: str, base: RunPlan, grid: list[str], rule
                       evaluation: str | None, seed: int, overrides: list[str], results: Path, force: bool) -> None:
     """Choose `base.method`'s point in `evaluation` (None: the scenario's, `tuning_evaluation`), print its table and
     notes (the evaluation, a chosen value at an end of its grid), write (or keep) its tuned file."""
+    from clbench.approaches.domains import special_values
     from clbench.tuning.scoring import tuning_evaluation
     from clbench.tuning.tuned_file import choose, grid_end_notes, tuned_path
 
@@ -162,7 +163,8 @@ def _choose_and_write(rows, benchmark: str, base: RunPlan, grid: list[str], rule
     choice = choose(rows, base.spec.name, base.method, base.config_hash, grid, rule, scored, seed, overrides)
     _print_choice(choice)
     out = console()
-    for note in notes + grid_end_notes(choice):
+    special = {key: special_values(base.approach.cls, key) for key, _ in choice.chosen}
+    for note in notes + grid_end_notes(choice, special):
         out.print(f"note: {note}", soft_wrap=True, markup=False)
     path = tuned_path(results, base.spec.name, base.method, base.config_hash)
     written = _write(path, choice, force, benchmark, results)

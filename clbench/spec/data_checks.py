@@ -47,7 +47,7 @@ def _class_blocks(dataset: str, n_classes: int, block: int, remainder: str) -> l
         return [*full[:-1], range(full[-1].start, n_classes)]
     if remainder == "drop" and full:
         return full
-    divisors = ", ".join(str(d) for d in range(1, n_classes + 1) if n_classes % d == 0)
+    divisors = ", ".join(str(d) for d in range(MIN_TASK_CLASSES, n_classes + 1) if n_classes % d == 0)
     raise SpecError(f"`data.classes_per_task` is {block} for {dataset}, which has {n_classes} classes: blocks of "
                     f"{block} leave {rest} class(es) over; use a block size that divides {n_classes} ({divisors}) "
                     f"or set `data.remainder` to keep, drop or merge (now {remainder})")

@@ -1,7 +1,8 @@
 """Typed, validated configuration: mappings from YAML into frozen dataclasses.
 
 One documented pass: every key must be a field, every value must have the field's type and lie within the
-range declared in the field's metadata (`minimum`, `maximum`, `choices`). Errors name the key and where the
+domain declared in the field's metadata (`minimum`, `maximum`, `above`, `below`, `choices`, a list's `min_items`,
+and `special` values that mean something other than their number, e.g. BiC's lamb -1). Errors name the key and where the
 value came from (the file, or the `--set`/`--grid` option that gave it). Booleans are not numbers (YAML `true` is
 not 1) and floats must be finite (no `.inf`, `.nan`). A number field reads a number that PyYAML's YAML 1.1 left a
 string (`1e-2`, see `read_number`); an integer field takes an integral float (`1e3`, `1000.0`).
@@ -33,14 +34,19 @@ NUMBER = re.compile(rf"[-+]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE
 
 def field(default: Any = dataclasses.MISSING, *, doc: str, minimum: float | None = None,
           maximum: float | None = None, choices: tuple[Any, ...] | None = None,
-          above: float | None = None, added: bool = False) -> Any:
-    """A dataclass field with a one-line description and optional range constraints (`above`: strictly greater).
+          above: float | None = None, below: float | None = None, min_items: int | None = None,
+          special: Mapping[float, str] | None = None, added: bool = False) -> Any:
+    """A dataclass field with a one-line description and its domain: the range of a number, or of each number of a
+    list (`minimum`, `maximum`; `above` and `below`: strictly), `choices`, a list's `min_items`, and `special`
+    values (value -> what it means, e.g. `{-1: "lambda = old / seen classes"}`) accepted outside the range and not
+    read as numbers (a grid whose lowest value is one has no lower edge there). What the domain cannot say alone
+    (against other fields or the benchmark) is the approach's `hyperparameter_problem` hook.
 
     `added`: the field came after results were stored; while it has its default it is left out of a run's
     identity (`identity_dict`), so the config, data and reference hashes of stored results do not change.
     """
     metadata = {"doc": doc, "minimum": minimum, "maximum": maximum, "choices": choices, "above": above,
-                "added": added}
+                "below": below, "min_items": min_items, "special": dict(special or {}), "added": added}
     if isinstance(default, (list, dict, set)):
         raise TypeError("mutable defaults are not allowed: use a tuple")
     return dataclasses.field(default=default, metadata=metadata)
@@ -116,18 +122,35 @@ def _check(value: Any, hint: Any, metadata: Mapping[str, Any], *, key: str, sour
     choices = metadata.get("choices")
     if choices is not None and value not in choices:
         raise SpecError(f"{source}: `{key}` is {value!r}; expected one of {', '.join(map(str, choices))}")
-    low, high = metadata.get("minimum"), metadata.get("maximum")
-    numbers = value if isinstance(value, tuple) else (value,)
-    for number in numbers:
-        if isinstance(number, (int, float)) and not isinstance(number, bool):
-            if low is not None and number < low:
-                raise SpecError(f"{source}: `{key}` is {number!r}; it must be >= {low}")
-            if high is not None and number > high:
-                raise SpecError(f"{source}: `{key}` is {number!r}; it must be <= {high}")
-            above = metadata.get("above")
-            if above is not None and number <= above:
-                raise SpecError(f"{source}: `{key}` is {number!r}; it must be > {above:g}")
+    min_items = metadata.get("min_items")
+    if isinstance(value, tuple) and min_items is not None and len(value) < min_items:
+        raise SpecError(f"{source}: `{key}` is {list(value)!r}; it needs at least {min_items} "
+                        f"value{'s' if min_items > 1 else ''}")
+    numbers = enumerate(value) if isinstance(value, tuple) else ((None, value),)
+    for index, number in numbers:
+        problem = range_problem(number, metadata)
+        if problem is not None:
+            raise SpecError(f"{source}: `{key if index is None else f'{key}[{index}]'}` is {number!r}; {problem}")
     return value
+
+
+def range_problem(number: Any, metadata: Mapping[str, Any]) -> str | None:
+    """Why `number` lies outside a field's range (`minimum`, `maximum`, `above`, `below`), saying what is allowed
+    (its `special` values too), or None (also for what is not a number, and for a special value)."""
+    if not isinstance(number, (int, float)) or isinstance(number, bool):
+        return None
+    special = metadata.get("special") or {}
+    if number in special:
+        return None
+    bounds = (("minimum", ">=", lambda low: number < low), ("maximum", "<=", lambda high: number > high),
+              ("above", ">", lambda low: number <= low), ("below", "<", lambda high: number >= high))
+    for name, relation, outside in bounds:
+        limit = metadata.get(name)
+        if limit is not None and outside(limit):
+            shown = f"{limit:g}" if name in ("above", "below") else f"{limit}"
+            others = "".join(f" (or {value:g}: {meaning})" for value, meaning in special.items())
+            return f"it must be {relation} {shown}{others}"
+    return None
 
 
 def _coerce(value: Any, hint: Any, *, key: str, source: str, origins: Mapping[str, str]) -> Any:
@@ -224,6 +247,22 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     except yaml.YAMLError:
         value = raw
     return path, value
+
+
+def domain_text(metadata: Mapping[str, Any]) -> str:
+    """A field's declared domain in words, for the reference pages: `> 0 and < 1`, `>= 0, or -1 (meaning)`, `one of
+    a, b`, `at least 1 value, each >= 0`; "" where nothing is declared."""
+    if metadata.get("choices") is not None:
+        return "one of " + ", ".join(map(str, metadata["choices"]))
+    bounds = [f"{relation} {metadata[name]:g}" for name, relation in
+              (("minimum", ">="), ("above", ">"), ("maximum", "<="), ("below", "<")) if metadata.get(name) is not None]
+    text = " and ".join(bounds)
+    if metadata.get("special"):
+        text += ", or " + ", ".join(f"{value:g} ({meaning})" for value, meaning in metadata["special"].items())
+    if metadata.get("min_items"):
+        items = metadata["min_items"]
+        text = f"at least {items} value{'s' if items > 1 else ''}" + (f", each {text}" if text else "")
+    return text
 
 
 def describe_fields(cls: type) -> list[tuple[str, Any, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -231,17 +231,24 @@ def _reference_matrix(frame: pd.DataFrame, name: str, run: pd.Series, split: str
     return found[0][:size, :size], None
 
 
-def grid_ends(grid: Sequence[str], chosen: Sequence[tuple[str, str]]) -> list[tuple[str, str, str, list[str]]]:
+def grid_ends(grid: Sequence[str], chosen: Sequence[tuple[str, str]],
+              special: Mapping[str, Collection[float]] | None = None) -> list[tuple[str, str, str, list[str]]]:
     """(key, chosen value, "lowest" or "highest", the key's values) of each numeric `--grid` key of two or more
     values whose chosen value is the smallest or largest of them: the best value may lie beyond the grid there.
-    Keys with a value that is not a number (`true`, `[100,100]`) have no ends and are left out."""
+    Keys with a value that is not a number (`true`, `[100,100]`) have no ends and are left out. `special`: per key
+    the values that mean something other than their number (BiC's lamb -1: lambda = old / seen classes; a field's
+    `special`), which are no end of the grid: a chosen one has no note, and the ends are those of the others."""
     values = dict(parse_grid_spec(spec) for spec in grid)
     ends = []
     for key, value in chosen:
+        meant = set((special or {}).get(key, ()))
         numbers = [_number(text) for text in values.get(key, [])]
-        if len(numbers) < 2 or any(number is None for number in numbers):
+        if any(number is None for number in numbers):
             continue
         picked = _number(value)
+        numbers = [number for number in numbers if number not in meant]
+        if len(numbers) < 2 or picked in meant:
+            continue
         if picked == min(numbers):  # type: ignore[type-var]
             ends.append((key, value, "lowest", values[key]))
         elif picked == max(numbers):  # type: ignore[type-var]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,12 +104,12 @@ def choose(rows: pd.DataFrame, benchmark: str, method: str, config_hash: str, gr
                        tuple(points), select(points).values)
 
 
-def grid_end_notes(choice: TunedChoice) -> list[str]:
-    """A note per grid key whose chosen value is the smallest or largest of its values (`grid_ends`): the best value
-    may lie beyond the grid, so tune again with values past it."""
+def grid_end_notes(choice: TunedChoice, special: Mapping[str, Collection[float]] | None = None) -> list[str]:
+    """A note per grid key whose chosen value is the smallest or largest of its values (`grid_ends`, with each key's
+    `special` values, which are no end): the best value may lie beyond the grid, so tune again with values past it."""
     return [f"{choice.method}: {key}={value} is the {side} value of its grid ({', '.join(values)}); the best value "
             f"may lie beyond the grid: tune again with values {'below' if side == 'lowest' else 'above'} {value}"
-            for key, value, side, values in grid_ends(choice.grid, choice.chosen)]
+            for key, value, side, values in grid_ends(choice.grid, choice.chosen, special)]
 
 
 def tuned_path(results_dir: Path, benchmark: str, method: str, config_hash: str) -> Path:

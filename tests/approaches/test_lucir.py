@@ -24,6 +24,7 @@ from clbench.approaches.lucir.functions import (
     less_forget_loss,
     margin_ranking_loss,
 )
+from clbench.approaches.resolution import resolve
 from clbench.errors import SpecError
 from clbench.run.engine import execute
 from clbench.run.plan import plan_runs
@@ -141,10 +142,14 @@ def make_like(approach: LUCIR, scenario: str, **hparams: object) -> LUCIR:
     return other
 
 
-def test_k_larger_than_a_later_task_is_refused() -> None:
-    spec = tiny_spec("mlp", scenario="class")
-    with pytest.raises(SpecError, match="lucir.k"):
-        make_approach("lucir", spec, tiny_tasks(spec), k=3)  # the third task has 2 classes
+def test_k_larger_than_a_later_task_is_refused_before_the_run() -> None:
+    spec = tiny_spec("mlp", scenario="class")  # tasks of 4, 4 and 2 classes
+    given = replace(spec, approaches={"lucir": {"k": 3}})
+    with pytest.raises(SpecError) as refused:
+        resolve(given, "lucir")
+    assert str(refused.value) == ("<test>: approach lucir: `approaches.lucir.k` is 3; a task after the first has 2 "
+                                  "classes, and the margin ranking needs k of a task's new classes: use k <= 2")
+    resolve(replace(spec, approaches={"lucir": {"k": 2}}), "lucir")  # the largest k allowed
 
 
 def test_imprinting_sets_the_new_head_from_its_classes_features() -> None:

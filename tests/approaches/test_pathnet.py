@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from clbench.approaches.schedule import PlateauSchedule
 from clbench.data.batches import TaskSequence
 from clbench.data.sources import get_source
 from clbench.data.tasks import head_sizes_for, input_shape_for
+from clbench.errors import SpecError
 from clbench.nets import build_network, parameter_count
 from clbench.spec import load_benchmark
 
@@ -124,8 +126,12 @@ def tiny_mlp(seed: int = 0, **overrides) -> tuple[PathNetApproach, TaskSequence]
 
 
 def test_a_path_cannot_use_more_modules_than_a_layer_has() -> None:
-    with pytest.raises(ValueError, match="modules_per_path"):
-        tiny_mlp(modules=2, modules_per_path=3)
+    spec = tiny_spec("mlp")
+    with pytest.raises(SpecError) as refused:  # before any run, as every hyper-parameter's domain
+        resolve(replace(spec, approaches={"pathnet": {"modules": 2, "modules_per_path": 3}}), "pathnet")
+    assert str(refused.value) == ("<test>: approach pathnet: `approaches.pathnet.modules_per_path` is 3; a path picks "
+                                  "modules_per_path of a layer's 2 modules (pathnet.modules): use at most 2")
+    resolve(replace(spec, approaches={"pathnet": {"modules": 2, "modules_per_path": 2}}), "pathnet")
 
 
 def test_epoch_budget_per_task() -> None:

@@ -412,3 +412,12 @@ def test_tune_in_the_class_scenario_takes_an_asked_evaluation_with_a_note(spec_f
     assert read_tuned_file(path).evaluation == "task-aware"
     assert "note: sgd: chosen by task-aware (--evaluation); the class scenario's comparison reports task-agnostic" \
         in output
+
+
+def test_a_special_value_of_a_grid_is_no_end_of_it(spec_file: Path, tmp_path: Path) -> None:
+    """`bic.lamb` -1 is lambda = old / seen classes, not a number below 1: whichever point wins, no edge note."""
+    code, output = tune(spec_file, tmp_path, "-m", "bic", "--grid", "bic.lamb=-1,1", "--set", "bic.bias_epochs=2")
+    assert code == 0, output
+    [path] = (tmp_path / "results" / "tiny-tune" / "_tuned").glob("bic-*.yaml")
+    assert read_tuned_file(path).chosen[0][0] == "bic.lamb"
+    assert "value of its grid" not in output

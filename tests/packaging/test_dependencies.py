@@ -78,3 +78,13 @@ def test_the_installed_metadata_carries_clbench_s_version() -> None:
     installed = importlib.metadata.version("clbench")
     assert installed == clbench.__version__, (f"the installed metadata says {installed}, the package "
                                               f"{clbench.__version__}: install again (pip install -e .)")
+
+
+def test_every_module_the_tests_import_is_declared_for_development(project: dict) -> None:
+    """`pip install -e '.[dev]'` installs what the test suite imports (hypothesis for the property-based tests)."""
+    tests = REPO / "tests"
+    local = {path.stem for path in tests.rglob("*.py")} | {"clbench", "tests"}  # the suite's own helper modules
+    declared = {requirement_name(text) for text in [*project["dependencies"], *project["optional-dependencies"]["dev"]]}
+    undeclared = {module: sorted(files) for module, files in imported_modules(tests).items()
+                  if module not in local and normalized(DISTRIBUTION_OF.get(module, module)) not in declared}
+    assert not undeclared, f"imported by the tests but not in the dependencies or the dev extra: {undeclared}"

@@ -180,9 +180,11 @@ def test_split_remainder_is_an_error_at_load_time() -> None:
         load_benchmark("mnist2", ["data.classes_per_task=[3]"])
     message = str(error.value)
     assert message.startswith("--set data.classes_per_task=[3]: ")  # the value the user typed, not the file's
-    assert "`data.classes_per_task` is 3 for mnist, which has 10 classes" in message and "(1, 2, 5, 10)" in message
+    assert "`data.classes_per_task` is 3 for mnist, which has 10 classes" in message and "(2, 5, 10)" in message
     assert "`data.remainder`" in message
-    assert load_benchmark("mnist2", ["data.classes_per_task=[2]"]).data.classes_per_task == (2,)
+    suggested = message.split("divides 10 (")[1].split(")")[0]
+    for block in suggested.split(", "):  # every suggested block size is accepted (before: 1, which is refused)
+        assert load_benchmark("mnist2", [f"data.classes_per_task=[{block}]"]).data.classes_per_task == (int(block),)
     assert load_benchmark("mnist2", ["data.classes_per_task=[3]", "data.remainder=merge"]).data.remainder == "merge"
     with pytest.raises(SpecError, match="`data.remainder` is 'ignore'; expected one of error, keep, drop, merge"):
         load_benchmark("mnist2", ["data.remainder=ignore"])

@@ -40,6 +40,7 @@ from clbench.approaches.bic.functions import (
     loss_weights,
 )
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.domains import BenchmarkFacts, DomainProblem
 from clbench.approaches.previous_model import PreviousModel
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.approaches.replay.buffer import ReplayBuffer
@@ -60,15 +61,16 @@ class BiCHyperparameters(ReplayHyperparameters):
     temperature: float = field(2.0, doc="T of the distillation (Sec. 6.2: 2; FACIL --T 2; Mammoth --temp 2)",
                                above=0.0)
     lamb: float = field(-1.0, doc="-1: lambda = old / seen classes, loss (1-lambda) CE + lambda distillation (Sec. 3; "
-                                  "FACIL --lamb -1); else CE + lamb x distillation", minimum=-1.0)
+                                  "FACIL --lamb -1); else CE + lamb x distillation", minimum=0.0,
+                        special={-1.0: "lambda = old / seen classes"})
     val_fraction: float = field(0.1, doc="share of each class's exemplars held out for the bias fit (Sec. 6.1: 9:1; "
-                                         "FACIL --val-exemplar-percentage 0.1)", minimum=0.0, maximum=1.0)
+                                         "FACIL --val-exemplar-percentage 0.1)", minimum=0.0, below=1.0)
     bias_epochs: int = field(200, doc="epochs of the bias fit (FACIL --num-bias-epochs 200; Mammoth --bic_epochs "
                                       "250)", minimum=0)
     bias_optimizer: str = field("sgd", doc="sgd (FACIL: SGD with momentum) or adam (Mammoth models/bic.py: Adam)",
                                 choices=BIAS_OPTIMIZERS)
     bias_lr: float = field(0.0, doc="lr of the bias fit; 0: training.lr (FACIL: self.lr; Mammoth's Adam: 0.001)",
-                           minimum=0.0)
+                           minimum=0.0, special={0.0: "training.lr"})
     bias_momentum: float = field(0.9, doc="momentum of the bias fit's SGD (FACIL train_loop: 'momentum is always "
                                           "0.9')", minimum=0.0, maximum=1.0)
     beta_l2: float = field(0.1, doc="weight of beta^2 / 2 in the bias fit's loss (FACIL: 0.1, from the authors' "
@@ -102,11 +104,37 @@ class BiC(ReplayApproach):
     name = "bic"
     summary = "bias correction (Wu et al. 2019)"
     hyperparameters_class = BiCHyperparameters
+    per_class_memory = True
+    memories = 2  # the exemplars and the held-out samples of the bias fit
     hparams: BiCHyperparameters
     # Mammoth lists BiC for class-il and task-il only (models/bic.py: COMPATIBILITY = ['class-il', 'task-il'])
     refuses_domain = ("BiC corrects the new classes' logits against the old classes' (Mammoth models/bic.py "
                       "COMPATIBILITY: class-il, task-il): with one shared head no output is only a new task's; use "
                       "er, agem or derpp")
+
+    @classmethod
+    def hyperparameter_problem(cls, hyperparameters: Hyperparameters, facts: BenchmarkFacts) -> DomainProblem | None:
+        """The memory's (`ReplayApproach`), then its split: after the last task each class keeps m = buffer_size //
+        classes exemplars, of which v = ceil(val_fraction x m) held out; m - v must leave a training exemplar, and the
+        first task's v must leave training images of each of its classes."""
+        problem = super().hyperparameter_problem(hyperparameters, facts)
+        if problem is not None:
+            return problem
+        assert isinstance(hyperparameters, BiCHyperparameters)
+        size, fraction = hyperparameters.buffer_size, hyperparameters.val_fraction
+        per_class, held = held_out_per_class(size, facts.n_classes, fraction)
+        if held >= per_class:
+            return DomainProblem("val_fraction", f"with buffer_size {size} over {facts.n_classes} classes each class "
+                                                 f"keeps {per_class} exemplars and {held} are held out, so none is "
+                                                 "left to train on; use a smaller val_fraction or a larger buffer")
+        first_held = held_out_per_class(size, facts.head_sizes[0], fraction)[1]
+        images = facts.fewest_training_samples
+        if images is not None and first_held >= images / max(facts.head_sizes):
+            return DomainProblem("val_fraction", f"the first task holds out {first_held} training images of each of "
+                                                 f"its classes (buffer_size {size}), and a task has about "
+                                                 f"{images // max(facts.head_sizes)} per class: none would be left "
+                                                 "to train on; use a smaller val_fraction or buffer_size")
+        return None
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)

@@ -29,6 +29,7 @@ from torch import nn
 
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.domains import BenchmarkFacts, DomainProblem
 from clbench.approaches.gpm import functions
 from clbench.data.batches import TaskSequence
 from clbench.errors import SpecError
@@ -40,11 +41,12 @@ class GPMHyperparameters(Hyperparameters):
     """GPM's hyper-parameters; the defaults are the authors' permuted MNIST values (sahagobinda/GPM main_pmnist.py)."""
 
     clip_grad_norm: float = field(0.0, doc="gradient-norm clipping (the authors clip nothing: main_pmnist.py:62-66, "
-                                           "main_cifar100.py:127-159; 0: none)", minimum=0.0)
+                                           "main_cifar100.py:127-159; 0: none)",
+                                  minimum=0.0, special={0.0: "no clipping"})
     thresholds: tuple[float, ...] = field((0.95, 0.99, 0.99), doc="energy threshold per projected layer, input "
                                           "layer first, the last repeated for further layers (main_pmnist.py:216: "
                                           "0.95, 0.99, 0.99; main_cifar100.py:297: 0.97 for every layer)",
-                                          minimum=0.0, maximum=1.0)
+                                          minimum=0.0, maximum=1.0, min_items=1)
     threshold_increment: float = field(0.0, doc="added to every threshold per task learned before (main_cifar100.py"
                                                 ":297: 0.003; pmnist: none)", minimum=0.0, maximum=1.0)
     samples: int = field(300, doc="random training samples of the task whose activations form the representation "
@@ -70,6 +72,16 @@ class GPM(Approach):
     monitoring_reporter = "clbench.approaches.gpm.report:GPMReporter"
     hyperparameters_class = GPMHyperparameters
     hparams: GPMHyperparameters
+
+    @classmethod
+    def hyperparameter_problem(cls, hyperparameters: Hyperparameters, facts: BenchmarkFacts) -> DomainProblem | None:
+        """Each layer's samples (layer_samples) among the `samples` images of the representation: at most it."""
+        assert isinstance(hyperparameters, GPMHyperparameters)
+        if max(hyperparameters.layer_samples, default=0) > hyperparameters.samples:
+            return DomainProblem("layer_samples", f"each layer's samples are taken among the gpm.samples "
+                                                  f"({hyperparameters.samples}) images of the representation: use "
+                                                  f"at most {hyperparameters.samples} each")
+        return None
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)

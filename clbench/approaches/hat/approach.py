@@ -59,7 +59,8 @@ from clbench.spec.fields import field
 class HatHyperparameters(Hyperparameters):
     """HAT's hyper-parameters (paper Sec. 4.2: smax 400 and c 0.75 unless stated otherwise)."""
 
-    clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (reference hat: 10000)", minimum=0.0)
+    clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (reference hat: 10000)",
+                                  minimum=0.0, special={0.0: "no clipping"})
     smax: float = field(400.0, doc="stability s_max of the annealed gate (Eq. 3; paper 400, grid 25..800)",
                         minimum=1.0)
     c: float = field(0.75, doc="compressibility c of the attention regulariser (Eq. 4; paper 0.75, grid "

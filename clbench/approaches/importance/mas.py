@@ -23,7 +23,7 @@ class MASHyperparameters(Hyperparameters):
     """MAS's hyper-parameters (Aljundi et al. 2018: lambda = 1)."""
 
     clip_grad_norm: float = field(100.0, doc="gradient-norm clipping (clbench: 100, as the reference's ewc)",
-                                  minimum=0.0)
+                                  minimum=0.0, special={0.0: "no clipping"})
     lamb: float = field(1.0, doc="penalty strength lambda (Aljundi et al. eq. 3: 1; grid 0.01, 0.1, 0.5, 1, 2, 4)",
                         minimum=0.0)
     importance_batch_size: int = field(64, doc="samples per vectorised per-sample-gradient pass of the importance "

@@ -42,7 +42,7 @@ class SIHyperparameters(Hyperparameters):
     """SI's hyper-parameters (defaults: Zenke et al.'s permuted-MNIST code, c = 0.1, xi = 0.1)."""
 
     clip_grad_norm: float = field(100.0, doc="gradient-norm clipping (clbench: 100, as the reference's ewc)",
-                                  minimum=0.0)
+                                  minimum=0.0, special={0.0: "no clipping"})
     c: float = field(0.1, doc="penalty strength c (Zenke et al. eq. 4; pmnist 0.1, split MNIST 1; grid 0.01, "
                               "0.03, 0.1, 0.5, 1)", minimum=0.0)
     xi: float = field(0.1, doc="damping xi of Omega's denominator (Zenke et al. eq. 5; ganguli-lab/pathint: 0.1 "

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.domains import BenchmarkFacts, DomainProblem
 from clbench.approaches.lucir.cosine import CosineHead, cosine_heads
 from clbench.approaches.lucir.functions import (
     adaptive_weight,
@@ -52,7 +53,6 @@ from clbench.approaches.previous_model import PreviousModel
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.approaches.replay.functions import herding_order
 from clbench.data.batches import Batch, LabelledData, TaskSequence
-from clbench.errors import SpecError
 from clbench.spec.fields import field
 
 
@@ -75,7 +75,8 @@ class LUCIRHyperparameters(ReplayHyperparameters):
                                         "task (Mammoth --fitting_epochs 20; FACIL: none, 0)", minimum=0)
     finetune_lr: float = field(0.01, doc="lr of that finetuning (Mammoth --lr_finetune 0.01)", above=0.0)
     finetune_milestone: int = field(0, doc="finetuning steps after which its lr is divided by 10 (Mammoth: 10, its "
-                                           "MultiStepLR([10]) stepped every batch); 0: never", minimum=0)
+                                           "MultiStepLR([10]) stepped every batch); 0: never", minimum=0,
+                                    special={0: "never"})
 
 
 class LUCIR(ReplayApproach):
@@ -91,18 +92,27 @@ class LUCIR(ReplayApproach):
     name = "lucir"
     summary = "unified classifier via rebalancing: cosine heads, less-forget, margin ranking (Hou et al. 2019)"
     hyperparameters_class = LUCIRHyperparameters
+    per_class_memory = True
     hparams: LUCIRHyperparameters
     # Mammoth models/lucir.py: COMPATIBILITY = ['class-il', 'task-il']
     refuses_domain = ("LUCIR is a class-incremental method (Mammoth models/lucir.py COMPATIBILITY: class-il, "
                       "task-il): with one shared head every class is an earlier task's from task 2 on, so there are no "
                       "new classes to rank against; use er, agem or derpp")
 
+    @classmethod
+    def hyperparameter_problem(cls, hyperparameters: Hyperparameters, facts: BenchmarkFacts) -> DomainProblem | None:
+        """The memory's (`ReplayApproach`), then k: the margin ranking takes the k hardest of a task's new classes,
+        so k must not exceed the classes of any task after the first."""
+        problem = super().hyperparameter_problem(hyperparameters, facts)
+        assert isinstance(hyperparameters, LUCIRHyperparameters)
+        smallest = min(facts.head_sizes[1:], default=hyperparameters.k)
+        if problem is None and hyperparameters.k > smallest:
+            return DomainProblem("k", f"a task after the first has {smallest} classes, and the margin ranking needs k "
+                                      f"of a task's new classes: use k <= {smallest}")
+        return problem
+
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)
-        smallest = min(context.head_sizes[1:], default=self.hparams.k)
-        if self.hparams.k > smallest:
-            raise SpecError(f"`approaches.lucir.k` is {self.hparams.k} but a task after the first has {smallest} "
-                            "classes: the margin ranking needs k new classes (k <= the smallest such task)")
         self.previous = PreviousModel(self.build_network, self.device, self.name)
 
     def build_network(self) -> nn.Module:

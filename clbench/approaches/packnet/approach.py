@@ -45,14 +45,15 @@ class PackNetHyperparameters(Hyperparameters):
     """PackNet's hyper-parameters (Mallya & Lazebnik 2018: prune 50% or 75% of the free weights per task)."""
 
     clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (clbench: 10000, as the reference's sgd)",
-                                  minimum=0.0)
+                                  minimum=0.0, special={0.0: "no clipping"})
     prune_fraction: float = field(0.5, doc="fraction of each layer's free weights pruned after a task "
-                                           "(Mallya & Lazebnik: 0.5 or 0.75)", minimum=0.0, maximum=1.0)
+                                           "(Mallya & Lazebnik: 0.5 or 0.75; 0 leaves later tasks no weight, 1 "
+                                           "the task none)", above=0.0, below=1.0)
     retrain_epochs: int = field(10, doc="epochs at most of retraining the kept weights after pruning, with the "
                                         "protocol's early stopping (Mallya & Lazebnik: 10; 0: no retraining)",
                                 minimum=0)
     retrain_lr: float = field(0.005, doc="initial lr of the retraining (clbench: a tenth of the protocol's 0.05, "
-                                         "as Mallya & Lazebnik's 1e-4 after 1e-3)", minimum=0.0)
+                                         "as Mallya & Lazebnik's 1e-4 after 1e-3)", above=0.0)
 
 
 def layer_name(parameter_name: str) -> str:

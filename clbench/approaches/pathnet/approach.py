@@ -52,6 +52,7 @@ from torch.nn import functional
 
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, EpochLog, Hyperparameters, ProgressCallback, StepInfo, TaskLog
+from clbench.approaches.domains import FLOAT_BYTES, BenchmarkFacts, DomainProblem, memory_problem
 from clbench.approaches.parameters import tensors_to
 from clbench.approaches.pathnet.network import PathNet, base_widths, body_plan, build_pathnet, pathnet_parameter_count
 from clbench.approaches.schedule import PlateauSchedule
@@ -67,7 +68,8 @@ PathList = list[list[int]]  # (L, N) module indices
 class PathNetHyperparameters(Hyperparameters):
     """PathNet's architecture and evolution (the reference's tuned configuration for the AlexNet-like net)."""
 
-    clip_grad_norm: float = field(1000.0, doc="gradient-norm clipping (reference for pathnet: 1000)", minimum=0.0)
+    clip_grad_norm: float = field(1000.0, doc="gradient-norm clipping (reference for pathnet: 1000)",
+                                  minimum=0.0, special={0.0: "no clipping"})
     modules: int = field(16, doc="M, modules per layer (reference's tuned value 16; the paper's Sec. 2.4: 10)",
                          minimum=1)
     modules_per_path: int = field(3, doc="N, modules a path uses per layer (paper Sec. 2.4 and reference: 3)",
@@ -77,7 +79,8 @@ class PathNetHyperparameters(Hyperparameters):
     paths_per_generation: int = field(2, doc="P, candidate paths per generation (paper's binary tournament: 2)",
                                       minimum=1)
     epochs_per_generation: int = field(0, doc="epochs a candidate trains per generation; 0: max_epochs // "
-                                              "generations, at least 1 (reference: 200 // 20 = 10)", minimum=0)
+                                              "generations, at least 1 (reference: 200 // 20 = 10)", minimum=0,
+                                       special={0: "max_epochs // generations"})
 
 
 def random_path(n_layers: int, modules: int, per_path: int, generator: torch.Generator) -> PathList:
@@ -155,11 +158,20 @@ class PathNetApproach(Approach):
                     "training.early_stopping true")
         return None
 
-    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
+    @classmethod
+    def hyperparameter_problem(cls, hyperparameters: Hyperparameters, facts: BenchmarkFacts) -> DomainProblem | None:
+        """A path picks modules_per_path of a layer's modules, and M modules per layer of at least one unit each
+        (their weights, gradients and the tournament's copies: 4 x 4 bytes per weight) must fit in memory."""
         assert isinstance(hyperparameters, PathNetHyperparameters)
         if hyperparameters.modules_per_path > hyperparameters.modules:
-            raise ValueError(f"pathnet: modules_per_path ({hyperparameters.modules_per_path}) exceeds modules "
-                             f"({hyperparameters.modules})")
+            return DomainProblem("modules_per_path", f"a path picks modules_per_path of a layer's "
+                                                     f"{hyperparameters.modules} modules (pathnet.modules): use at "
+                                                     f"most {hyperparameters.modules}")
+        return memory_problem("modules", float(hyperparameters.modules) * facts.input_size * 4 * FLOAT_BYTES,
+                              f"{hyperparameters.modules:,} modules per layer")
+
+    def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
+        assert isinstance(hyperparameters, PathNetHyperparameters)
         super().__init__(context, hyperparameters)
         self.evolution_generator = context.generator("pathnet-evolution")
         self.best_paths: dict[int, PathList] = {}

@@ -43,7 +43,8 @@ from clbench.spec.fields import field
 class PNNHyperparameters(Hyperparameters):
     """PNN has no hyper-parameter of its own: the column widths follow from the parameter budget."""
 
-    clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (reference for pnn: 10000)", minimum=0.0)
+    clip_grad_norm: float = field(10000.0, doc="gradient-norm clipping (reference for pnn: 10000)",
+                                  minimum=0.0, special={0.0: "no clipping"})
 
 
 def progressive_widths(spec: NetworkSpec, input_shape: Sequence[int], head_sizes: Sequence[int]) -> WidthMatch:

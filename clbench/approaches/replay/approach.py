@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters
+from clbench.approaches.domains import FLOAT_BYTES, INDEX_BYTES, BenchmarkFacts, DomainProblem, memory_problem
 from clbench.approaches.parameters import tensor_bytes
 from clbench.approaches.replay.buffer import Memory, ReplayBuffer
 from clbench.data.batches import Batch, LabelledData, TaskSequence
@@ -52,6 +53,23 @@ class ReplayApproach(Approach):
 
     hyperparameters_class = ReplayHyperparameters
     hparams: ReplayHyperparameters
+    # The memory keeps buffer_size // (classes seen) samples per class (iCaRL, LUCIR, BiC, GDumb): a memory smaller
+    # than the benchmark's classes keeps none of some class, which the method's prediction or fit then lacks.
+    per_class_memory: ClassVar[bool] = False
+    memories: ClassVar[int] = 1  # memories of `buffer_size` samples (BiC: its exemplars and its held-out samples)
+
+    @classmethod
+    def hyperparameter_problem(cls, hyperparameters: Hyperparameters, facts: BenchmarkFacts) -> DomainProblem | None:
+        """A memory that cannot be allocated (each sample: its uint8 image, its normalised inputs, label, task id
+        and logits over every class), or, for a memory per class, smaller than the benchmark's classes."""
+        assert isinstance(hyperparameters, ReplayHyperparameters)
+        size = hyperparameters.buffer_size
+        if cls.per_class_memory and size < facts.n_classes:
+            return DomainProblem("buffer_size", f"approach {cls.name} keeps buffer_size // (classes seen) samples "
+                                                f"per class, {size} // {facts.n_classes} = 0 after the last task "
+                                                f"of this benchmark: use at least {facts.n_classes}")
+        sample = 2 * INDEX_BYTES + facts.input_size * (1 + FLOAT_BYTES) + facts.n_classes * FLOAT_BYTES
+        return memory_problem("buffer_size", float(size) * sample * cls.memories, f"a memory of {size:,} samples")
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)

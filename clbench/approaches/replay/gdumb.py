@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from clbench.approaches.datatypes import Hyperparameters, StepInfo
+from clbench.approaches.domains import BenchmarkFacts, DomainProblem
 from clbench.approaches.optim import StepOptimizer, clip_grad_norm
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.data.augment import random_crop, random_crop_and_flip
@@ -79,7 +80,7 @@ class GDumbHyperparameters(ReplayHyperparameters):
                                         "--cutmix_prob 0.5; Mammoth's cutmix_data default 0.5)",
                                minimum=0.0, maximum=1.0)
     clip_grad_norm: float = field(10.0, doc="the fit's gradient-norm clipping (authors' src/opts.py --clip 10); 0: "
-                                            "none (Mammoth)", minimum=0.0)
+                                            "none (Mammoth)", minimum=0.0, special={0.0: "no clipping"})
     batch_norm: bool = field(False, doc="mlp only: a BatchNorm1d (eps 1e-6) after every linear layer, the heads' "
                                         "too, as the authors' MNIST MLP (src/models/mnist/mlp.py; --bn on by "
                                         "default, --bn_eps 1e-6: src/opts.py lines 38-40); clbench's mlp has none",
@@ -167,6 +168,7 @@ class GDumb(ReplayApproach):
     name = "gdumb"
     summary = "greedy class-balanced memory, a network trained from scratch on it (Prabhu et al. 2020)"
     hyperparameters_class = GDumbHyperparameters
+    per_class_memory = True
     hparams: GDumbHyperparameters
     # Mammoth lists GDumb for class-il and task-il only (aimagelab/mammoth@e75a491 models/gdumb.py line 62); with one
     # shared head every task has the same classes, so once the memory is full and balanced no later task's sample is
@@ -174,6 +176,16 @@ class GDumb(ReplayApproach):
     refuses_domain = ("GDumb's memory balances classes, and in the domain scenario every task has the same classes: "
                       "once the memory is full no later task's sample would be stored (Mammoth models/gdumb.py "
                       "COMPATIBILITY: class-il, task-il); use er or derpp")
+
+    @classmethod
+    def hyperparameter_problem(cls, hyperparameters: Hyperparameters, facts: BenchmarkFacts) -> DomainProblem | None:
+        """The memory's (`ReplayApproach`), then the fit's lr: its cosine runs from maxlr down to minlr."""
+        problem = super().hyperparameter_problem(hyperparameters, facts)
+        assert isinstance(hyperparameters, GDumbHyperparameters)
+        if problem is None and hyperparameters.minlr > hyperparameters.maxlr:
+            return DomainProblem("minlr", f"the fit's cosine runs from maxlr ({hyperparameters.maxlr:g}) down to "
+                                          "minlr: use a minlr at most maxlr")
+        return problem
 
     @classmethod
     def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:

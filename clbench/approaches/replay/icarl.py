@@ -93,6 +93,7 @@ class ICaRL(ReplayApproach):
     # network's own heads; revision 0 ran FACIL's loss on the current heads over the previous network's features
     revision = 1
     hyperparameters_class = ICaRLHyperparameters
+    per_class_memory = True
     hparams: ICaRLHyperparameters
     # Mammoth lists iCaRL for class-il and task-il only (aimagelab/mammoth@e75a491 models/icarl.py: COMPATIBILITY =
     # ['class-il', 'task-il']; ER, A-GEM and DER++ add 'domain-il'): with one shared head every class is an earlier

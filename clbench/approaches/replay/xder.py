@@ -52,6 +52,7 @@ from torch import nn
 from torch.nn import functional
 
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, StepInfo
+from clbench.approaches.domains import FLOAT_BYTES, BenchmarkFacts, DomainProblem, memory_problem
 from clbench.approaches.optim import StepOptimizer
 from clbench.approaches.replay.approach import ReplayApproach, ReplayHyperparameters
 from clbench.approaches.replay.buffer import Memory
@@ -90,7 +91,8 @@ class XDERHyperparameters(ReplayHyperparameters):
     simclr_num_aug: int = field(4, doc=f"augmented views of each sample for the consistency ({SOURCE}: 4)",
                                 minimum=2)
     constr_eta: float = field(0.1, doc=f"weight of the past and future constraints ({SOURCE}: 0.1)", minimum=0.0)
-    constr_margin: float = field(0.3, doc=f"margin of the past and future constraints ({SOURCE}: 0.3)")
+    constr_margin: float = field(0.3, doc=f"margin of the past and future constraints ({SOURCE}: 0.3)",
+                                 minimum=0.0)
     future_constraint: bool = field(True, doc=f"the future heads kept below the own head by the margin ({SOURCE}: 1)")
     past_constraint: bool = field(False, doc=f"the current head kept above the earlier heads' softmax ({SOURCE}: 0)")
     align_bn: bool = field(True, doc=f"batch norm's running statistics from the memory batch joined by a part of "
@@ -126,6 +128,19 @@ class XDER(ReplayApproach):
     hparams: XDERHyperparameters
     refuses_domain = ("X-DER's terms are per head of a class-incremental output (the current head's cross-entropy, "
                       "the earlier and future heads' updates and constraints): one shared head has none; use derpp")
+
+    @classmethod
+    def hyperparameter_problem(cls, hyperparameters: Hyperparameters, facts: BenchmarkFacts) -> DomainProblem | None:
+        """The memory's (`ReplayApproach`), then, with data.augment (its consistency term), the simclr_num_aug
+        views of each of the batch's and simclr_batch_size memory samples (their images and inputs, 4 bytes a
+        number twice) within this machine's memory."""
+        problem = super().hyperparameter_problem(hyperparameters, facts)
+        assert isinstance(hyperparameters, XDERHyperparameters)
+        if problem is not None or not facts.spec.data.augment:
+            return problem
+        views = (facts.spec.training.batch_size + hyperparameters.simclr_batch_size) * hyperparameters.simclr_num_aug
+        return memory_problem("simclr_num_aug", float(views) * facts.input_size * 2 * FLOAT_BYTES,
+                              f"{views:,} augmented views per step")
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)

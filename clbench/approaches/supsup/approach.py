@@ -57,6 +57,7 @@ from clbench.approaches.datatypes import (
     Hyperparameters,
     StepInfo,
 )
+from clbench.approaches.domains import FLOAT_BYTES, BenchmarkFacts, DomainProblem, memory_problem
 from clbench.approaches.supsup.functions import MASK_RULES
 from clbench.approaches.supsup.network import SupSupMLP
 from clbench.data.batches import Batch, LabelledData, TaskSequence
@@ -75,7 +76,7 @@ class SupSupHyperparameters(Hyperparameters):
     `experiments/GNu/MNISTPerm/FC-250-tasks/supsup_h.py`)."""
 
     clip_grad_norm: float = field(0.0, doc="gradient-norm clipping (0: none, as the authors' trainers/default.py)",
-                                  minimum=0.0)
+                                  minimum=0.0, special={0.0: "no clipping"})
     mask: str = field("threshold", doc="supermask rule: threshold (score >= 0: mnist.ipynb cell 3, the GNu "
                                        "MNISTPerm runs' FastMultitaskMaskConv) or top-k (edge-popup's, "
                                        "models/module_util.py:48-66)", choices=MASK_RULES)
@@ -83,7 +84,7 @@ class SupSupHyperparameters(Hyperparameters):
                                     "args.py:93, default 0.5); unused by threshold", above=0.0, maximum=1.0)
     output_size: int = field(100, doc="outputs of the shared masked output layer (at least the widest task's "
                                       "classes), all in the training loss and the inference's entropy (mnist.ipynb "
-                                      "cell 6: 100; supsup_h.py:19: 500)", minimum=1)
+                                      "cell 6: 100; supsup_h.py:19: 500)", minimum=2)
 
 
 class SupSup(Approach):
@@ -106,6 +107,22 @@ class SupSup(Approach):
     hyperparameters_class = SupSupHyperparameters
     hparams: SupSupHyperparameters
     network: SupSupMLP
+
+    @classmethod
+    def hyperparameter_problem(cls, hyperparameters: Hyperparameters, facts: BenchmarkFacts) -> DomainProblem | None:
+        """output_size at least the widest task's classes (each task's classes are its first outputs), and the
+        layers' fixed weights and every task's scores (4 bytes each, the task's scores twice more for their gradient
+        and RMSprop's state) within this machine's memory."""
+        assert isinstance(hyperparameters, SupSupHyperparameters)
+        outputs, widest = hyperparameters.output_size, max(facts.head_sizes)
+        if outputs < widest:
+            return DomainProblem("output_size", f"a task of this benchmark has {widest} classes, each task's classes "
+                                                f"are outputs of the shared output layer: use at least {widest}")
+        sizes = [facts.input_size, *facts.network.hidden, outputs]
+        edges = sum(inputs * out for inputs, out in zip(sizes, sizes[1:]))
+        copies = 1 + len(facts.head_sizes) + 2
+        return memory_problem("output_size", float(edges) * copies * FLOAT_BYTES,
+                              f"{len(sizes) - 1} masked layers of {outputs:,} outputs with a score per edge and task")
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)

@@ -50,10 +50,10 @@ class WSNHyperparameters(Hyperparameters):
     """WSN's hyper-parameters (Kang et al. 2022; ihaeyong/WSN@f066982)."""
 
     clip_grad_norm: float = field(0.0, doc="gradient-norm clipping (authors: none, main_wsn_pmnist.py:48-77)",
-                                  minimum=0.0)
+                                  minimum=0.0, special={0.0: "no clipping"})
     c: float = field(0.5, doc="fraction of each layer's weights in a task's mask, the paper's c (authors' "
                               "--sparsity, main_wsn_pmnist.py:326: 0.5 by default; line 333 ranks on 1 - c)",
-                     minimum=0.0, maximum=1.0)
+                     above=0.0, maximum=1.0)
 
 
 class WSN(Approach):
