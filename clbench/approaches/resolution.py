@@ -19,6 +19,7 @@ from clbench.spec import (
     BenchmarkSpec,
     TrainingSpec,
     check_approach_sections,
+    ignored_class_loss,
     scenario_training,
     without_continual_evaluation,
 )
@@ -26,7 +27,7 @@ from clbench.spec.fields import build, identity_dict, origin_of, to_dict
 from clbench.spec.grid import GridAxis, value_text
 from clbench.spec.sections import check_optimizer
 
-__all__ = ["ResolvedApproach", "check_default_grids", "refusal", "resolve"]
+__all__ = ["ResolvedApproach", "check_default_grids", "protocol_notes", "refusal", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def resolve(spec: BenchmarkSpec, method: str, check_grids: bool = True, refuse: 
     check_approach_sections(spec, approach_names())
     for other in spec.approaches:
         if other != method:
-            _build(spec, other)  # a body, scenario or protocol that does not suit it refuses only its runs
+            _build(spec, other, asked=False)  # a body, scenario or protocol that does not suit it refuses only its runs
     if check_grids:
         check_default_grids(spec)
     resolved = _build(spec, method)
@@ -145,11 +146,15 @@ def _typed_value(resolved: ResolvedApproach, path: list[str]) -> Any:
     return node
 
 
-def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
+def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedApproach:
     """`method`'s section and protocol, validated (whether the approach can run the spec is `refusal`'s question,
     asked for the method resolved, not for the other sections and default grids `resolve` validates: pathnet's
-    section must not refuse `-m sgd` an online protocol). The protocol is as it acts in the spec's scenario
-    (`scenario_training`: `class_loss` outside the class scenario reads as its default)."""
+    section must not refuse `-m sgd` an online protocol). Its optimizer
+    keys are checked against each other only for a method `asked` (the one resolved): another method's section
+    refuses only its own runs. The protocol is as it acts: `class_loss` as in the spec's scenario
+    (`scenario_training`), and a key the approach ignores (`Approach.ignores_training`) at its value without the
+    command's options (`_unset_training`), so that an option that changes none of its numbers makes no new
+    configuration."""
     cls = REGISTRY[method]
     section = spec.approach_section(method)
     training_overrides = section.pop("training", None) or {}
@@ -162,5 +167,82 @@ def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
     merged = {**to_dict(spec.training), **training_overrides}
     training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
                      origins=spec.origins)
-    check_optimizer(training, f"{where}.training", origin_of(f"{where}.training", spec.source, spec.origins))
-    return ResolvedApproach(cls, hyperparameters, scenario_training(training, spec.data.scenario))
+    training = _applicable(training, training_overrides)
+    if asked:
+        check_optimizer(training, f"{where}.training",
+                        origin_of(f"{where}.training.momentum", spec.source, spec.origins))
+    acting = scenario_training(training, spec.data.scenario)
+    unset = _unset_training(spec, method, cls.ignores_training)
+    if unset is not None:
+        acting = replace(acting, **{key: getattr(unset, key) for key in cls.ignores_training})
+    return ResolvedApproach(cls, hyperparameters, acting)
+
+
+def _unset_training(spec: BenchmarkSpec, method: str, ignored: tuple[str, ...]) -> TrainingSpec | None:
+    """The protocol `method` would have without the command's options, when one of them sets a training key that
+    the approach ignores (`ignored`, globally or in its section), so that its runs keep the config hash they have
+    without that option, as stored runs do; None when no option sets one. The defaults when the spec file cannot
+    be read again (a spec built in code)."""
+    keys = [full for key in ignored for full in (f"training.{key}", f"approaches.{method}.training.{key}")]
+    if not any(full == given or full.startswith(f"{given}.") for full in keys for given in spec.origins):
+        return None
+    from clbench.errors import ClbenchError
+    from clbench.spec import load_benchmark
+
+    try:
+        unset = load_benchmark(spec.source, [f"variant={spec.variant}"] if spec.variant else [])
+    except (ClbenchError, OSError):
+        return TrainingSpec()
+    own = unset.approach_section(method).get("training")
+    return build(TrainingSpec, {**to_dict(unset.training), **(own if isinstance(own, dict) else {})},
+                 where=f"approaches.{method}.training", source=unset.source)
+
+
+def _applicable(training: TrainingSpec, own: dict[str, Any]) -> TrainingSpec:
+    """The merged protocol with a global key that the approach's own optimizer has no use for left out: the
+    benchmark's (or `--set training.momentum`'s) momentum under an approach section's own `optimizer: adam` (Adam
+    has no momentum; `protocol_notes` says so). A momentum in the approach's own section stays, to be refused."""
+    if training.optimizer == "adam" and "optimizer" in own and "momentum" not in own and training.momentum:
+        return replace(training, momentum=TrainingSpec.momentum)
+    return training
+
+
+def protocol_notes(spec: BenchmarkSpec, method: str) -> list[str]:
+    """What `method` makes of the global training options the command gave (`--set training.KEY=...`, `--grid`),
+    one line each: a key the approach's own `training:` section sets (its value is the one it trains with), a
+    momentum its own optimizer has no use for, a key the approach ignores (`Approach.ignores_training`), and a
+    `class_loss` the scenario ignores (`ignored_class_loss`). Empty when every option applies as given."""
+    cls = lookup(method)
+    own = spec.approach_section(cls.name).get("training")
+    own = own if isinstance(own, dict) else {}
+    effective = _build(spec, cls.name, asked=False).training
+    notes, ignored = [], []
+    for key in sorted(key.removeprefix("training.") for key in spec.origins if key.startswith("training.")):
+        given = spec.origins[f"training.{key}"]
+        if key in cls.ignores_training:
+            ignored.append(f"`{given}`")
+        elif key == "class_loss" and spec.data.scenario != "class":
+            continue  # `ignored_class_loss` says it
+        elif key in own and getattr(effective, key) != getattr(spec.training, key):
+            section = origin_of(f"approaches.{cls.name}.training.{key}", spec.source, spec.origins)
+            notes.append(f"{cls.name}: `{given}` does not apply to {cls.name}: its own section "
+                         f"`approaches.{cls.name}.training.{key}` ({section}) sets it; {cls.name} trains with "
+                         f"training.{key}={_shown(getattr(effective, key))}")
+        elif key == "momentum" and effective.momentum != spec.training.momentum:
+            notes.append(f"{cls.name}: `{given}` does not apply to {cls.name}: its own section sets "
+                         f"training.optimizer {effective.optimizer}, which has no momentum; {cls.name} trains with "
+                         f"training.momentum={_shown(effective.momentum)}")
+    prefix = f"approaches.{cls.name}.training."
+    ignored += [f"`{given}`" for key, given in sorted(spec.origins.items())
+                if key.startswith(prefix) and key.removeprefix(prefix) in cls.ignores_training]
+    if ignored:
+        notes.append(f"{cls.name}: {', '.join(ignored)} {'has' if len(ignored) == 1 else 'have'} no effect on "
+                     f"{cls.name}: {cls.ignores_training_reason}; its runs are those without "
+                     f"{'it' if len(ignored) == 1 else 'them'} (the same config hash)")
+    class_loss = ignored_class_loss(spec, cls.name)
+    return [*notes, *([class_loss] if class_loss else [])]
+
+
+def _shown(value: Any) -> str:
+    """A training value as `--set` takes it: `adam`, `0.001`, `false`."""
+    return value if isinstance(value, str) else value_text(value)

@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from clbench.approaches.registry import code_identity
-from clbench.approaches.resolution import ResolvedApproach, check_default_grids, resolve
+from clbench.approaches.resolution import ResolvedApproach, check_default_grids, protocol_notes, resolve
 from clbench.errors import SpecError
 from clbench.results import run_directory
 from clbench.spec import (
     BenchmarkSpec,
     benchmarks_dir,
-    ignored_class_loss,
     scenario_training,
     without_continual_evaluation,
 )
@@ -137,14 +136,15 @@ def _shipped_counterpart(spec: BenchmarkSpec) -> BenchmarkSpec:
 def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int], results_dir: Path,
               overrides: Sequence[str] = ()) -> list[RunPlan]:
     """Resolve every (method, seed) of a command; unknown methods, bad sections and an approach the spec refuses
-    (`clbench.approaches.resolution.refusal`: its body, scenario or protocol) fail before any work. A
-    `training.class_loss` the scenario ignores is warned about (the runs are the default's)."""
+    (`clbench.approaches.resolution.refusal`: its body, scenario or protocol) fail before any work. What a method
+    makes of the command's global training options (its own section's value, a key it ignores, a `class_loss` the
+    scenario ignores: `protocol_notes`) is warned about, once per line."""
     plans = []
     check_default_grids(spec)  # once for the spec, not once per method
-    for note in dict.fromkeys(filter(None, (ignored_class_loss(spec, method) for method in methods))):
+    approaches = [resolve(spec, method, check_grids=False) for method in dict.fromkeys(methods)]
+    for note in dict.fromkeys(note for method in dict.fromkeys(methods) for note in protocol_notes(spec, method)):
         logger.warning(note)
-    for method in dict.fromkeys(methods):
-        approach = resolve(spec, method, check_grids=False)
+    for method, approach in zip(dict.fromkeys(methods), approaches):
         config = run_config(spec, approach)
         config_hash = stable_hash(config)
         for seed in seeds:

@@ -175,6 +175,14 @@ class GDumb(ReplayApproach):
                       "once the memory is full no later task's sample would be stored (Mammoth models/gdumb.py "
                       "COMPATIBILITY: class-il, task-il); use er or derpp")
 
+    # The stream takes no gradient step and is passed once without early stopping (`training_protocol`); every
+    # evaluated network comes from `fit`, whose SGD, lr schedule and epochs are the hyper-parameters'.
+    ignores_training = ("lr", "lr_factor", "lr_min", "patience", "max_epochs", "early_stopping", "optimizer",
+                        "momentum", "weight_decay")
+    ignores_training_reason = ("its stream takes no gradient step, and every network it evaluates is fitted on the "
+                               "memory by its own SGD (gdumb.maxlr, gdumb.minlr, gdumb.momentum, gdumb.weight_decay, "
+                               "gdumb.fitting_epochs)")
+
     @classmethod
     def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
         """None: the stream is passed once without early stopping whatever the protocol says."""
