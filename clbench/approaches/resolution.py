@@ -27,7 +27,7 @@ from clbench.spec.fields import build, identity_dict, origin_of, to_dict
 from clbench.spec.grid import GridAxis, value_text
 from clbench.spec.sections import check_optimizer
 
-__all__ = ["ResolvedApproach", "check_default_grids", "protocol_notes", "refusal", "resolve"]
+__all__ = ["ResolvedApproach", "check_default_grids", "protocol", "protocol_notes", "refusal", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedAppr
         check_optimizer(training, f"{where}.training",
                         origin_of(f"{where}.training.momentum", spec.source, spec.origins))
     acting = scenario_training(training, spec.data.scenario)
-    unset = _unset_training(spec, method, cls.ignores_training)
+    unset = _unset_training(spec, method, cls.ignores_training) if asked else None  # the identity of the one run
     if unset is not None:
         acting = replace(acting, **{key: getattr(unset, key) for key in cls.ignores_training})
     return ResolvedApproach(cls, hyperparameters, acting)
@@ -205,6 +205,13 @@ def _applicable(training: TrainingSpec, own: dict[str, Any]) -> TrainingSpec:
     if training.optimizer == "adam" and "optimizer" in own and "momentum" not in own and training.momentum:
         return replace(training, momentum=TrainingSpec.momentum)
     return training
+
+
+def protocol(spec: BenchmarkSpec, method: str) -> TrainingSpec:
+    """The protocol `method` trains with on `spec` (`resolve`'s, without validating the other sections): the spec's
+    `training` with the approach's own section over it, as it acts (`_build`). SpecError if its section is
+    invalid."""
+    return _build(spec, lookup(method).name).training
 
 
 def protocol_notes(spec: BenchmarkSpec, method: str) -> list[str]:
