@@ -39,9 +39,11 @@ class Refusal:
     reason: str  # one line that names the approach: "approach hat needs the task id ..."
 
     def message(self, source: str, origins: Mapping[str, str]) -> str:
-        """The one-line error: where the refusing value came from (the spec file, or the option that set it),
-        then the reason."""
-        return f"{origin_of(self.key, source, origins)}: {self.reason}"
+        """The one-line error: where the refusing value came from (the spec file, or the option that set it; for
+        a section key such as `training`, the options that set keys of it), then the reason."""
+        where = origin_of(self.key, source, origins)
+        within = [origin for key, origin in origins.items() if key.startswith(f"{self.key}.")]
+        return f"{', '.join(dict.fromkeys(within)) if where == source and within else where}: {self.reason}"
 
 
 def approach_refusal(cls: type[Approach], network: NetworkSpec, data: DataSpec, training: TrainingSpec,

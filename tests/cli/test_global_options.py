@@ -26,7 +26,7 @@ from clbench.cli import app
 from clbench.errors import SpecError
 from clbench.report.loading import load_results
 from clbench.results import RUN_FILE
-from clbench.spec import TrainingSpec, benchmark_names, load_benchmark
+from clbench.spec import BenchmarkSpec, TrainingSpec, benchmark_names, load_benchmark
 
 runner = CliRunner()
 SPEC = """\
@@ -85,19 +85,29 @@ def stored_training(results: Path, method: str) -> list[dict]:
             for path in sorted(results.glob(f"tiny-options/{method}/*/seed-*/{RUN_FILE}"))]
 
 
+def refusal_text(spec: BenchmarkSpec, method: str) -> str | None:
+    """Why `method` cannot run `spec` when asked (its section, body, scenario or protocol), or None."""
+    try:
+        refused = refusal(spec, method)
+    except SpecError as error:
+        return str(error)
+    return None if refused is None else refused.message(spec.source, spec.origins)
+
+
 @pytest.mark.parametrize("benchmark", benchmark_names())
 def test_every_global_option_applies_or_is_said_and_refuses_only_the_method_asked(benchmark: str) -> None:
+    plain = load_benchmark(benchmark)
+    before = {method: refusal_text(plain, method) for method in approach_names()}
     for options in GLOBAL_OPTIONS:
         spec = load_benchmark(benchmark, options)
         resolve(spec, "sgd", check_grids=False)  # every other section built, none asked: none refuses sgd
         for method in approach_names():
-            try:  # asked: refused only for itself (its section, body, scenario or protocol)
-                refused = refusal(spec, method)
-            except SpecError as error:
-                refused = error
-            others = [name for name in spec.approaches if name != method]
-            assert not [name for name in others if f"approaches.{name}." in str(refused or "")], (
-                benchmark, options, str(refused))
+            refused = refusal_text(spec, method)
+            # a refusal the option makes names the option, and no other method's section
+            assert refused == before[method] or any(f"--set {option}" in refused for option in options), (
+                benchmark, method, options, refused)
+            assert not [name for name in spec.approaches if name != method and f"approaches.{name}." in
+                        (refused or "")], (benchmark, options, refused)
             if refused is not None:
                 continue
             notes = " ".join(protocol_notes(spec, method))
