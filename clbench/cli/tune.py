@@ -86,7 +86,7 @@ def tune(
             specs += specs_plans[0]
             plans += specs_plans[1]
     for base in bases.values():
-        check_output_path(tuned_path(results, base.spec.name, base.method, base.config_hash), "tuned file")
+        check_output_path(tuned_path(results, base.spec.name, base.method, base.tuning_hash), "tuned file")
     plans = unique_plans(plans)
     execution = check_execution(Execution("local", jobs, device, (), None, 1.0, False))
     outcomes = execute_plans(specs, plans, execution, data_dir, mirror)
@@ -159,12 +159,12 @@ def _choose_and_write(rows, benchmark: str, base: RunPlan, grid: list[str], rule
     from clbench.tuning.tuned_file import choose, grid_end_notes, tuned_path
 
     scored, notes = tuning_evaluation(rows, base.method, base.spec.data.scenario, evaluation)
-    choice = choose(rows, base.spec.name, base.method, base.config_hash, grid, rule, scored, seed, overrides)
+    choice = choose(rows, base.spec.name, base.method, base.tuning_hash, grid, rule, scored, seed, overrides)
     _print_choice(choice)
     out = console()
     for note in notes + grid_end_notes(choice):
         out.print(f"note: {note}", soft_wrap=True, markup=False)
-    path = tuned_path(results, base.spec.name, base.method, base.config_hash)
+    path = tuned_path(results, base.spec.name, base.method, base.tuning_hash)
     written = _write(path, choice, force, benchmark, results)
     out.print(f"tuned file {'written' if written else 'unchanged (the same choice)'}: {path}", soft_wrap=True)
     sets = "".join(f" --set {shlex.quote(text)}" for text in overrides)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,14 @@ class RunPlan:
     @property
     def method(self) -> str:
         return self.approach.name
+
+    @property
+    def tuning_hash(self) -> str:
+        """The config hash of this run with the protocol's fields that change no number at their defaults
+        (`without_continual_evaluation`): what a tuned file is made for and must match, so that a run measured
+        with the continual evaluation takes the tuned file of the same run without it."""
+        approach = replace(self.approach, training=without_continual_evaluation(self.approach.training))
+        return stable_hash(run_config(self.spec, approach))
 
     @property
     def run_id(self) -> str:

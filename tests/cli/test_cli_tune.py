@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from clbench.cli import app
 from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
-from clbench.tuning.tuned_file import read_tuned, read_tuned_file, tuned_path
+from clbench.tuning.tuned_file import read_tuned, read_tuned_file, tuned_path, tuned_sha256
 
 runner = CliRunner()
 SPEC = """\
@@ -412,3 +412,21 @@ def test_tune_in_the_class_scenario_takes_an_asked_evaluation_with_a_note(spec_f
     assert read_tuned_file(path).evaluation == "task-aware"
     assert "note: sgd: chosen by task-aware (--evaluation); the class scenario's comparison reports task-agnostic" \
         in output
+
+
+def test_options_that_change_no_number_do_not_enter_what_a_tuned_file_must_match(spec_file: Path, tmp_path: Path,
+                                                                                  tuned_sgd: Path) -> None:
+    import dataclasses
+
+    from clbench.spec import TrainingSpec
+
+    # every protocol field declared to change no number (the continual evaluation), at a value other than its default
+    inert = {spec_field.name: spec_field.default + 2 for spec_field in dataclasses.fields(TrainingSpec)
+             if not spec_field.metadata["changes_results"]}
+    assert set(inert) == {"eval_every", "eval_subset"}
+    options = [text for key, value in inert.items() for text in ("--set", f"training.{key}={value}")]
+    code, output = train_tuned(spec_file, tmp_path, "sgd", tuned_sgd, "--seeds", "1", *options)
+    assert code == 0, output
+    [run] = [path.parent for path in (tmp_path / "results").glob("tiny-tune/sgd/*/seed-1/accuracy.parquet")]
+    assert (run / "curve.parquet").is_file()  # measured with the curve, and tuned by the file made without it
+    assert set(pd.read_parquet(run / "accuracy.parquet")["tuned_sha256"]) == {tuned_sha256(tuned_sgd)}
