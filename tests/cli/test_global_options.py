@@ -108,6 +108,9 @@ def test_every_global_option_applies_or_is_said_and_refuses_only_the_method_aske
                 benchmark, method, options, refused)
             assert not [name for name in spec.approaches if name != method and f"approaches.{name}." in
                         (refused or "")], (benchmark, options, refused)
+            named = [option for option in options if f"--set {option}" in (refused or "")]
+            assert all(option.partition("=")[0] in (refused or "").split(": ", 1)[-1] for option in named), (
+                benchmark, method, options, refused)  # an option named where its key is the reason
             if refused is not None:
                 continue
             notes = " ".join(protocol_notes(spec, method))
