@@ -78,6 +78,7 @@ def tune(
     specs, plans, bases = [], [], {}
     for name, method_grid in grids.items():
         method_specs, method_plans = plan_grid(benchmark, [name], [seed], results, overrides, method_grid)
+        _check_distinct_points(name, method_grid, method_specs, method_plans)
         bases[name] = plan_grid(benchmark, [name], [seed], results, overrides, [])[1][0]
         specs += method_specs
         plans += method_plans
@@ -126,6 +127,20 @@ def method_grids(benchmark: str, methods: list[str], overrides: list[str], grid:
                               f"grids: section); give one with --grid KEY=V1,V2,..., e.g. --grid "
                               f"{name}.KEY=V1,V2")
     return grids
+
+
+def _check_distinct_points(method: str, grid: list[str], specs: list[BenchmarkSpec], plans: list[RunPlan]) -> None:
+    """TuningError (before any training) when two points of `method`'s grid are one run (one config hash): a grid
+    key that its own section overrides or that it ignores (`protocol_notes` says which) tunes nothing."""
+    if len(plans) == len(specs):
+        return
+    from clbench.approaches.resolution import protocol_notes
+    from clbench.tuning.scoring import TuningError
+
+    why = next((note for spec in specs for note in protocol_notes(spec, method) if "--grid" in note), "")
+    raise TuningError(f"--grid {' '.join(grid)}: its {len(specs)} points make {len(plans)} distinct {method} "
+                      f"run{'s' if len(plans) > 1 else ''}, so there is nothing to choose between"
+                      f"{f' ({why})' if why else ''}; tune keys that change {method}'s runs")
 
 
 def _reference_plans(benchmark: str, rule: str, seed: int, results: Path, overrides: list[str],

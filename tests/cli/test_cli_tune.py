@@ -430,3 +430,15 @@ def test_options_that_change_no_number_do_not_enter_what_a_tuned_file_must_match
     [run] = [path.parent for path in (tmp_path / "results").glob("tiny-tune/sgd/*/seed-1/accuracy.parquet")]
     assert (run / "curve.parquet").is_file()  # measured with the curve, and tuned by the file made without it
     assert set(pd.read_parquet(run / "accuracy.parquet")["tuned_sha256"]) == {tuned_sha256(tuned_sgd)}
+
+
+@pytest.mark.parametrize(("method", "grid", "why"), [
+    ("gdumb", "training.lr=0.01,0.05", "have no effect on gdumb"),  # a key gdumb ignores (ignores_training)
+    ("sgd", "training.class_loss=seen,all", "has no effect with data.scenario=task"),  # the task scenario's loss
+])
+def test_a_grid_whose_points_make_one_run_is_refused_before_training(spec_file: Path, tmp_path: Path, method: str,
+                                                                     grid: str, why: str) -> None:
+    code, output = tune(spec_file, tmp_path, "-m", method, "--grid", grid)
+    assert code == 2, output
+    assert f"its 2 points make 1 distinct {method} run" in output and why in output
+    assert not list((tmp_path / "results").rglob("run.json"))
