@@ -127,6 +127,11 @@ def test_momentum_with_adam_from_the_options_alone_is_refused_in_one_line(tmp_pa
     assert_exit(result, 2)
     assert "--set training.momentum=0.9" in flat(result.output)
     assert not (tmp_path / "results").exists()
+    # the file's momentum, the option's adam: the option is named, not the file to edit
+    (tmp_path / "tiny.yaml").write_text(SPEC.replace("network:", "training: {momentum: 0.9}\nnetwork:"))
+    result = train(tmp_path / "tiny.yaml", tmp_path, "-m", "sgd", "--set", "training.optimizer=adam")
+    assert_exit(result, 2)
+    assert flat(result.output).startswith("error: --set training.optimizer=adam:")
 
 
 def test_a_global_momentum_trains_the_method_asked_and_not_another_sections_optimizer(tmp_path: Path) -> None:
