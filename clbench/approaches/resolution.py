@@ -7,6 +7,7 @@ one rule of `clbench.approaches.refusals.approach_refusal`), and `resolve` refus
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -152,9 +153,8 @@ def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedAppr
     section must not refuse `-m sgd` an online protocol). Its optimizer
     keys are checked against each other only for a method `asked` (the one resolved): another method's section
     refuses only its own runs. The protocol is as it acts: `class_loss` as in the spec's scenario
-    (`scenario_training`), and a key the approach ignores (`Approach.ignores_training`) at its value without the
-    command's options (`_unset_training`), so that an option that changes none of its numbers makes no new
-    configuration."""
+    (`scenario_training`), and a key the approach ignores (`Approach.ignores_training`) at a value no option
+    changes (`_ignored_values`), so that an option that changes none of its numbers makes no new configuration."""
     cls = REGISTRY[method]
     section = spec.approach_section(method)
     training_overrides = section.pop("training", None) or {}
@@ -172,30 +172,36 @@ def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedAppr
         check_optimizer(training, f"{where}.training",
                         origin_of(f"{where}.training.momentum", spec.source, spec.origins))
     acting = scenario_training(training, spec.data.scenario)
-    unset = _unset_training(spec, method, cls.ignores_training) if asked else None  # the identity of the one run
-    if unset is not None:
-        acting = replace(acting, **{key: getattr(unset, key) for key in cls.ignores_training})
+    if asked and cls.ignores_training:  # the identity of the run: not for the other sections validated
+        fixed = _ignored_values(spec, method)
+        acting = replace(acting, **{key: getattr(fixed, key) for key in cls.ignores_training})
     return ResolvedApproach(cls, hyperparameters, acting)
 
 
-def _unset_training(spec: BenchmarkSpec, method: str, ignored: tuple[str, ...]) -> TrainingSpec | None:
-    """The protocol `method` would have without the command's options, when one of them sets a training key that
-    the approach ignores (`ignored`, globally or in its section), so that its runs keep the config hash they have
-    without that option, as stored runs do; None when no option sets one. The defaults when the spec file cannot
-    be read again (a spec built in code)."""
-    keys = [full for key in ignored for full in (f"training.{key}", f"approaches.{method}.training.{key}")]
-    if not any(full == given or full.startswith(f"{given}.") for full in keys for given in spec.origins):
-        return None
-    from clbench.errors import ClbenchError
-    from clbench.spec import load_benchmark
+def _ignored_values(spec: BenchmarkSpec, method: str) -> TrainingSpec:
+    """Where the training keys an approach ignores (`Approach.ignores_training`) take their values in its resolved
+    protocol: the shipped benchmark of the spec's name and variant (its `training:` and the approach's own
+    section), else the defaults. They depend on neither the command's options nor on where a value was written (a
+    spec printed by `clbench spec` resolves as the options it bakes in), and the runs of a shipped benchmark keep
+    the config hash they had before the approach declared the keys."""
+    return _shipped_training(spec.name, spec.variant, method) or TrainingSpec()
 
+
+@functools.lru_cache(maxsize=64)
+def _shipped_training(name: str, variant: str | None, method: str) -> TrainingSpec | None:
+    """The protocol of `method` on the shipped benchmark `name` (with `variant`); None when clbench ships no
+    benchmark of that name (or not that variant). Cached: shipped specs are package data."""
+    from clbench.spec import benchmark_names, load_benchmark
+
+    if name not in benchmark_names():
+        return None
     try:
-        unset = load_benchmark(spec.source, [f"variant={spec.variant}"] if spec.variant else [])
-    except (ClbenchError, OSError):
-        return TrainingSpec()
-    own = unset.approach_section(method).get("training")
-    return build(TrainingSpec, {**to_dict(unset.training), **(own if isinstance(own, dict) else {})},
-                 where=f"approaches.{method}.training", source=unset.source)
+        shipped = load_benchmark(name, [f"variant={variant}"] if variant else [])
+    except SpecError:
+        return None
+    own = shipped.approach_section(method).get("training")
+    return build(TrainingSpec, {**to_dict(shipped.training), **(own if isinstance(own, dict) else {})},
+                 where=f"approaches.{method}.training", source=shipped.source)
 
 
 def _applicable(training: TrainingSpec, own: dict[str, Any]) -> TrainingSpec:
