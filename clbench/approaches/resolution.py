@@ -172,19 +172,32 @@ def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedAppr
         check_optimizer(training, f"{where}.training",
                         origin_of(f"{where}.training.momentum", spec.source, spec.origins))
     acting = scenario_training(training, spec.data.scenario)
-    if asked and cls.ignores_training:  # the identity of the run: not for the other sections validated
-        fixed = _ignored_values(spec, method)
+    fixed = _ignored_values(spec, method, cls.ignores_training) if asked and cls.ignores_training else None
+    if fixed is not None:  # the identity of the run asked: not for the other sections validated
         acting = replace(acting, **{key: getattr(fixed, key) for key in cls.ignores_training})
     return ResolvedApproach(cls, hyperparameters, acting)
 
 
-def _ignored_values(spec: BenchmarkSpec, method: str) -> TrainingSpec:
-    """Where the training keys an approach ignores (`Approach.ignores_training`) take their values in its resolved
-    protocol: the shipped benchmark of the spec's name and variant (its `training:` and the approach's own
-    section), else the defaults. They depend on neither the command's options nor on where a value was written (a
-    spec printed by `clbench spec` resolves as the options it bakes in), and the runs of a shipped benchmark keep
-    the config hash they had before the approach declared the keys."""
-    return _shipped_training(spec.name, spec.variant, method) or TrainingSpec()
+def _ignored_values(spec: BenchmarkSpec, method: str, ignored: tuple[str, ...]) -> TrainingSpec | None:
+    """Where the training keys an approach ignores (`ignored`) take their values in its resolved protocol, so that
+    no option that changes none of its numbers changes its config hash: on a shipped benchmark, the shipped spec's
+    values for its name and variant (wherever a value was written: a spec printed by `clbench spec --set ...`
+    resolves as the options it bakes in); on another spec, the spec file's values without the command's options
+    (None when no option sets one of the keys: the spec's own values stand). Stored runs keep their hashes."""
+    shipped = _shipped_training(spec.name, spec.variant, method)
+    if shipped is not None:
+        return shipped
+    keys = [full for key in ignored for full in (f"training.{key}", f"approaches.{method}.training.{key}")]
+    if not any(full == given or full.startswith(f"{given}.") for full in keys for given in spec.origins):
+        return None
+    from clbench.errors import ClbenchError
+    from clbench.spec import load_benchmark
+
+    try:
+        unset = load_benchmark(spec.source, [f"variant={spec.variant}"] if spec.variant else [])
+    except (ClbenchError, OSError):
+        return TrainingSpec()
+    return _method_training(unset, method)
 
 
 @functools.lru_cache(maxsize=64)
@@ -199,9 +212,14 @@ def _shipped_training(name: str, variant: str | None, method: str) -> TrainingSp
         shipped = load_benchmark(name, [f"variant={variant}"] if variant else [])
     except SpecError:
         return None
-    own = shipped.approach_section(method).get("training")
-    return build(TrainingSpec, {**to_dict(shipped.training), **(own if isinstance(own, dict) else {})},
-                 where=f"approaches.{method}.training", source=shipped.source)
+    return _method_training(shipped, method)
+
+
+def _method_training(spec: BenchmarkSpec, method: str) -> TrainingSpec:
+    """The spec's `training` with `method`'s own `training:` section over it, validated."""
+    own = spec.approach_section(method).get("training")
+    return build(TrainingSpec, {**to_dict(spec.training), **(own if isinstance(own, dict) else {})},
+                 where=f"approaches.{method}.training", source=spec.source)
 
 
 def _applicable(training: TrainingSpec, own: dict[str, Any]) -> TrainingSpec:
