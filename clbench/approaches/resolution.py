@@ -150,11 +150,11 @@ def _typed_value(resolved: ResolvedApproach, path: list[str]) -> Any:
 def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedApproach:
     """`method`'s section and protocol, validated (whether the approach can run the spec is `refusal`'s question,
     asked for the method resolved, not for the other sections and default grids `resolve` validates: pathnet's
-    section must not refuse `-m sgd` an online protocol). Its optimizer
-    keys are checked against each other only for a method `asked` (the one resolved): another method's section
-    refuses only its own runs. The protocol is as it acts: `class_loss` as in the spec's scenario
-    (`scenario_training`), and a key the approach ignores (`Approach.ignores_training`) at a value no option
-    changes (`_ignored_values`), so that an option that changes none of its numbers makes no new configuration."""
+    section must not refuse `-m sgd` an online protocol). Its optimizer keys are checked against each other only
+    for a method `asked` (the one resolved): another method's section refuses only its own runs. The protocol is
+    as it acts: `class_loss` as in the spec's scenario (`scenario_training`), and a key the approach ignores
+    (`Approach.ignores_training`) at a value no option changes (`_ignored_values`), so that an option that changes
+    none of its numbers makes no new configuration."""
     cls = REGISTRY[method]
     section = spec.approach_section(method)
     training_overrides = section.pop("training", None) or {}
