@@ -106,6 +106,11 @@ class Approach(ScenarioLosses):
     unsupported_networks: ClassVar[dict[str, str]] = {}
     # Why the approach refuses `network.bias: false` (its own network keeps biases), or "" if it honours it
     refuses_bias_free: ClassVar[str] = ""
+    # `training.KEY`s the approach never reads (its own optimiser and schedule), and why, in a clause: its resolved
+    # protocol holds them at the shipped benchmark's values, else their defaults (`clbench.approaches.resolution`),
+    # so a `--set` of one is said once (`protocol_notes`) and makes no new configuration.
+    ignores_training: ClassVar[tuple[str, ...]] = ()
+    ignores_training_reason: ClassVar[str] = ""
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         problem = self.network_problem(context.network, hyperparameters)

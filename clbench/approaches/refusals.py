@@ -16,6 +16,7 @@ protocol" (a `Refusal`: the spec key that refuses it and the reason, or None), f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -39,9 +40,12 @@ class Refusal:
     reason: str  # one line that names the approach: "approach hat needs the task id ..."
 
     def message(self, source: str, origins: Mapping[str, str]) -> str:
-        """The one-line error: where the refusing value came from (the spec file, or the option that set it),
-        then the reason."""
-        return f"{origin_of(self.key, source, origins)}: {self.reason}"
+        """The one-line error: where the refusing value came from (the spec file, or the option that set it; for
+        a section key such as `training`, the options that set a key the reason names), then the reason."""
+        where = origin_of(self.key, source, origins)
+        named = [origin for key, origin in origins.items()
+                 if re.search(rf"(?<![\w.]){re.escape(key)}(?!\w)", self.reason)]
+        return f"{', '.join(dict.fromkeys(named)) if where == source and named else where}: {self.reason}"
 
 
 def approach_refusal(cls: type[Approach], network: NetworkSpec, data: DataSpec, training: TrainingSpec,

@@ -10,6 +10,7 @@ and the benchmark). `refusal` says why an approach cannot run a spec (the one ru
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,6 +24,7 @@ from clbench.spec import (
     BenchmarkSpec,
     TrainingSpec,
     check_approach_sections,
+    ignored_class_loss,
     scenario_training,
     without_continual_evaluation,
 )
@@ -30,7 +32,7 @@ from clbench.spec.fields import build, identity_dict, origin_of, to_dict
 from clbench.spec.grid import GridAxis, value_text
 from clbench.spec.sections import check_optimizer
 
-__all__ = ["ResolvedApproach", "check_default_grids", "refusal", "resolve"]
+__all__ = ["ResolvedApproach", "check_default_grids", "protocol", "protocol_notes", "refusal", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ def resolve(spec: BenchmarkSpec, method: str, check_grids: bool = True, refuse: 
     check_approach_sections(spec, approach_names())
     for other in spec.approaches:
         if other != method:
-            _build(spec, other)  # a body, scenario or protocol that does not suit it refuses only its runs
+            _build(spec, other, asked=False)  # a body, scenario or protocol that does not suit it refuses only its runs
     if check_grids:
         check_default_grids(spec)
     resolved = _build(spec, method)
@@ -154,11 +156,14 @@ def _typed_value(resolved: ResolvedApproach, path: list[str]) -> Any:
     return node
 
 
-def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
+def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedApproach:
     """`method`'s section and protocol, validated (whether the approach can run the spec is `refusal`'s question,
     asked for the method resolved, not for the other sections and default grids `resolve` validates: pathnet's
-    section must not refuse `-m sgd` an online protocol). The protocol is as it acts in the spec's scenario
-    (`scenario_training`: `class_loss` outside the class scenario reads as its default)."""
+    section must not refuse `-m sgd` an online protocol). Its optimizer keys are checked against each other only
+    for a method `asked` (the one resolved): another method's section refuses only its own runs. The protocol is
+    as it acts: `class_loss` as in the spec's scenario (`scenario_training`), and a key the approach ignores
+    (`Approach.ignores_training`) at a value no option changes (`_ignored_values`), so that an option that changes
+    none of its numbers makes no new configuration."""
     cls = REGISTRY[method]
     section = spec.approach_section(method)
     training_overrides = section.pop("training", None) or {}
@@ -171,8 +176,116 @@ def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
     merged = {**to_dict(spec.training), **training_overrides}
     training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
                      origins=spec.origins)
-    check_optimizer(training, f"{where}.training", origin_of(f"{where}.training", spec.source, spec.origins))
+    training = _applicable(training, training_overrides)
+    if asked:
+        check_optimizer(training, f"{where}.training",
+                        origin_of(f"{where}.training.momentum", spec.source, spec.origins))
     problem = hyperparameter_problem(cls, hyperparameters, spec)  # the domain against other fields and the benchmark
     if problem is not None and given(spec, method, problem.key):
         raise SpecError(domain_refusal(problem, method, hyperparameters).message(spec.source, spec.origins))
-    return ResolvedApproach(cls, hyperparameters, scenario_training(training, spec.data.scenario))
+    acting = scenario_training(training, spec.data.scenario)
+    fixed = _ignored_values(spec, method, cls.ignores_training) if asked and cls.ignores_training else None
+    if fixed is not None:  # the identity of the run asked: not for the other sections validated
+        acting = replace(acting, **{key: getattr(fixed, key) for key in cls.ignores_training})
+    return ResolvedApproach(cls, hyperparameters, acting)
+
+
+def _ignored_values(spec: BenchmarkSpec, method: str, ignored: tuple[str, ...]) -> TrainingSpec | None:
+    """Where the training keys an approach ignores (`ignored`) take their values in its resolved protocol, so that
+    no option that changes none of its numbers changes its config hash: on a shipped benchmark, the shipped spec's
+    values for its name and variant (wherever a value was written: a spec printed by `clbench spec --set ...`
+    resolves as the options it bakes in); on another spec, the spec file's values without the command's options
+    (None when no option sets one of the keys: the spec's own values stand). Stored runs keep their hashes."""
+    shipped = _shipped_training(spec.name, spec.variant, method)
+    if shipped is not None:
+        return shipped
+    keys = [full for key in ignored for full in (f"training.{key}", f"approaches.{method}.training.{key}")]
+    if not any(full == given or full.startswith(f"{given}.") for full in keys for given in spec.origins):
+        return None
+    from clbench.errors import ClbenchError
+    from clbench.spec import load_benchmark
+
+    try:
+        unset = load_benchmark(spec.source, [f"variant={spec.variant}"] if spec.variant else [])
+    except (ClbenchError, OSError):
+        return TrainingSpec()
+    return _method_training(unset, method)
+
+
+@functools.lru_cache(maxsize=64)
+def _shipped_training(name: str, variant: str | None, method: str) -> TrainingSpec | None:
+    """The protocol of `method` on the shipped benchmark `name` (with `variant`); None when clbench ships no
+    benchmark of that name (or not that variant). Cached: shipped specs are package data."""
+    from clbench.spec import benchmark_names, load_benchmark
+
+    if name not in benchmark_names():
+        return None
+    try:
+        shipped = load_benchmark(name, [f"variant={variant}"] if variant else [])
+    except SpecError:
+        return None
+    return _method_training(shipped, method)
+
+
+def _method_training(spec: BenchmarkSpec, method: str) -> TrainingSpec:
+    """The spec's `training` with `method`'s own `training:` section over it, validated."""
+    own = spec.approach_section(method).get("training")
+    return build(TrainingSpec, {**to_dict(spec.training), **(own if isinstance(own, dict) else {})},
+                 where=f"approaches.{method}.training", source=spec.source)
+
+
+def _applicable(training: TrainingSpec, own: dict[str, Any]) -> TrainingSpec:
+    """The merged protocol with a global key that the approach's own optimizer has no use for left out: the
+    benchmark's (or `--set training.momentum`'s) momentum under an approach section's own `optimizer: adam` (Adam
+    has no momentum; `protocol_notes` says so). A momentum in the approach's own section stays, to be refused."""
+    if training.optimizer == "adam" and "optimizer" in own and "momentum" not in own and training.momentum:
+        return replace(training, momentum=TrainingSpec.momentum)
+    return training
+
+
+def protocol(spec: BenchmarkSpec, method: str) -> TrainingSpec:
+    """The protocol `method` trains with on `spec` (`resolve`'s, without validating the other sections): the spec's
+    `training` with the approach's own section over it, as it acts (`_build`). SpecError if its section is
+    invalid."""
+    return _build(spec, lookup(method).name).training
+
+
+def protocol_notes(spec: BenchmarkSpec, method: str) -> list[str]:
+    """What `method` makes of the global training options the command gave (`--set training.KEY=...`, `--grid`),
+    one line each: a key the approach's own `training:` section sets (its value is the one it trains with), a
+    momentum its own optimizer has no use for, a key the approach ignores (`Approach.ignores_training`), and a
+    `class_loss` the scenario ignores (`ignored_class_loss`). Empty when every option applies as given."""
+    cls = lookup(method)
+    own = spec.approach_section(cls.name).get("training")
+    own = own if isinstance(own, dict) else {}
+    effective = _build(spec, cls.name, asked=False).training
+    notes, ignored = [], []
+    for key in sorted(key.removeprefix("training.") for key in spec.origins if key.startswith("training.")):
+        given = spec.origins[f"training.{key}"]
+        if key in cls.ignores_training:
+            ignored.append(f"`{given}`")
+        elif key == "class_loss" and spec.data.scenario != "class":
+            continue  # `ignored_class_loss` says it
+        elif key in own and getattr(effective, key) != getattr(spec.training, key):
+            section = origin_of(f"approaches.{cls.name}.training.{key}", spec.source, spec.origins)
+            notes.append(f"{cls.name}: `{given}` does not apply to {cls.name}: its own section "
+                         f"`approaches.{cls.name}.training.{key}` ({section}) sets it; {cls.name} trains with "
+                         f"training.{key}={_shown(getattr(effective, key))}")
+        elif key == "momentum" and effective.momentum != spec.training.momentum:
+            notes.append(f"{cls.name}: `{given}` does not apply to {cls.name}: its own section sets "
+                         f"training.optimizer {effective.optimizer}, which has no momentum; {cls.name} trains with "
+                         f"training.momentum={_shown(effective.momentum)}")
+    prefix = f"approaches.{cls.name}.training."
+    ignored += [f"`{given}`" for key, given in sorted(spec.origins.items())
+                if key.startswith(prefix) and key.removeprefix(prefix) in cls.ignores_training]
+    if ignored:
+        notes.append(f"{cls.name}: {', '.join(ignored)} {'has' if len(ignored) == 1 else 'have'} no effect on "
+                     f"{cls.name}: {cls.ignores_training_reason}; its runs are those without "
+                     f"{'it' if len(ignored) == 1 else 'them'} (the same config hash)")
+    class_loss = ignored_class_loss(spec, cls.name)
+    return [*notes, *([class_loss] if class_loss else [])]
+
+
+def _shown(value: Any) -> str:
+    """A training value as `--set` takes it: `adam`, `0.001`, `false`."""
+    return value if isinstance(value, str) else value_text(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -115,6 +116,7 @@ def report(
     names = tuple(name.strip() for name in compare.split(",") if name.strip()) if compare is not None else ()
     if compare is not None and len(set(names)) < 2:
         raise ClbenchError(f"--compare needs at least two approaches, comma-separated (got {compare!r})")
+    check_compare_names(names, results)
     others = summary or continual or time or hat or monitoring or paper or tuning or bool(names)
     _check_outputs(html_file, output, plot)
     if html_file is not None:
@@ -377,6 +379,23 @@ def _draw(request: ReportRequest, main: Report | None, other: Report | None = No
     from clbench.report import figures as plots
 
     return plots.plot_curves(main, request.plot, ci=request.ci, other=other)
+
+
+def check_compare_names(names: Sequence[str], results: Path) -> None:
+    """ClbenchError (exit 2) for a `--compare` name whose method is unknown: neither registered (a built-in, an
+    installed plugin) nor a method with runs in `results` (a row label names its method first: `sgd (... )`)."""
+    from clbench.approaches import BUILTINS
+
+    for name in names:
+        method = name.split(" (", 1)[0]
+        if method in BUILTINS or any(path.is_dir() for path in Path(results).glob(f"*/{glob.escape(method)}")):
+            continue
+        from clbench.approaches.registry import approach_names  # imports torch: only for a name not known so far
+
+        known = approach_names()
+        if method not in known:
+            raise ClbenchError(f"--compare: unknown method {method!r} (no approach has that name, and no runs in "
+                               f"{results} do); known approaches: {', '.join(known)}")
 
 
 def _compared(loaded: Results, names: Sequence[str], alone: bool) -> list[Comparison]:

@@ -150,7 +150,7 @@ def plan_tuned(benchmark: str, methods: list[str], references: list[str], seeds:
     plans: list[RunPlan] = []
     for name, path in zip(methods, files):
         base = plan_grid(benchmark, [name], seeds[:1], results, overrides, [])[1][0]
-        choice = read_tuned(path, base.spec.name, base.config_hash, name, overrides, argument=benchmark,
+        choice = read_tuned(path, base.spec.name, base.tuning_hash, name, overrides, argument=benchmark,
                             results=results)
         sha256 = tuned_sha256(path)
         chosen = [*overrides, *choice.chosen_overrides]

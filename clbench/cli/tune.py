@@ -78,6 +78,7 @@ def tune(
     specs, plans, bases = [], [], {}
     for name, method_grid in grids.items():
         method_specs, method_plans = plan_grid(benchmark, [name], [seed], results, overrides, method_grid)
+        _check_distinct_points(name, method_grid, method_specs, method_plans)
         bases[name] = plan_grid(benchmark, [name], [seed], results, overrides, [])[1][0]
         specs += method_specs
         plans += method_plans
@@ -86,7 +87,7 @@ def tune(
             specs += specs_plans[0]
             plans += specs_plans[1]
     for base in bases.values():
-        check_output_path(tuned_path(results, base.spec.name, base.method, base.config_hash), "tuned file")
+        check_output_path(tuned_path(results, base.spec.name, base.method, base.tuning_hash), "tuned file")
     plans = unique_plans(plans)
     execution = check_execution(Execution("local", jobs, device, (), None, 1.0, False))
     outcomes = execute_plans(specs, plans, execution, data_dir, mirror)
@@ -128,6 +129,20 @@ def method_grids(benchmark: str, methods: list[str], overrides: list[str], grid:
     return grids
 
 
+def _check_distinct_points(method: str, grid: list[str], specs: list[BenchmarkSpec], plans: list[RunPlan]) -> None:
+    """TuningError (before any training) when two points of `method`'s grid are one run (one config hash): a grid
+    key that its own section overrides or that it ignores (`protocol_notes` says which) tunes nothing."""
+    if len(plans) == len(specs):
+        return
+    from clbench.approaches.resolution import protocol_notes
+    from clbench.tuning.scoring import TuningError
+
+    why = next((note for spec in specs for note in protocol_notes(spec, method) if "--grid" in note), "")
+    raise TuningError(f"--grid {' '.join(grid)}: its {len(specs)} points make {len(plans)} distinct {method} "
+                      f"run{'s' if len(plans) > 1 else ''}, so there is nothing to choose between"
+                      f"{f' ({why})' if why else ''}; tune keys that change {method}'s runs")
+
+
 def _reference_plans(benchmark: str, rule: str, seed: int, results: Path, overrides: list[str],
                      grid: list[str]) -> tuple[list[BenchmarkSpec], list[RunPlan]]:
     """The references the rule needs, at every grid point (a point may change what the joint must share)."""
@@ -160,13 +175,13 @@ def _choose_and_write(rows, benchmark: str, base: RunPlan, grid: list[str], rule
     from clbench.tuning.tuned_file import choose, grid_end_notes, tuned_path
 
     scored, notes = tuning_evaluation(rows, base.method, base.spec.data.scenario, evaluation)
-    choice = choose(rows, base.spec.name, base.method, base.config_hash, grid, rule, scored, seed, overrides)
+    choice = choose(rows, base.spec.name, base.method, base.tuning_hash, grid, rule, scored, seed, overrides)
     _print_choice(choice)
     out = console()
     special = {key: special_values(base.approach.cls, key) for key, _ in choice.chosen}
     for note in notes + grid_end_notes(choice, special):
         out.print(f"note: {note}", soft_wrap=True, markup=False)
-    path = tuned_path(results, base.spec.name, base.method, base.config_hash)
+    path = tuned_path(results, base.spec.name, base.method, base.tuning_hash)
     written = _write(path, choice, force, benchmark, results)
     out.print(f"tuned file {'written' if written else 'unchanged (the same choice)'}: {path}", soft_wrap=True)
     sets = "".join(f" --set {shlex.quote(text)}" for text in overrides)

@@ -20,6 +20,13 @@ import pandas as pd
 
 from clbench.errors import ResultsError
 from clbench.metric_registry import METRICS, STEPS, split_note
+from clbench.report.commands import (
+    GLOBAL_SECTIONS,
+    label_commands,
+    option_section,
+    stored_overrides,
+    train_command,
+)
 from clbench.report.formatting import Table, format_seeds
 from clbench.report.loading import Results
 from clbench.report.notes import one_note_per_cause, split_notes
@@ -83,18 +90,29 @@ def resolve_approaches(results: Results, names: Sequence[str]) -> list[str]:
         raise ResultsError(f"--compare needs at least two approaches, comma-separated (got "
                            f"{','.join(chosen) or 'none'})")
     labels = {str(run["label"]): str(run["method"]) for run in results.info.values()}
+    by_name = {name: [name] if name in labels else sorted(label for label, method in labels.items() if method == name)
+               for name in chosen}
     resolved = []
-    for name in chosen:
-        found = [name] if name in labels else sorted(label for label, method in labels.items() if method == name)
+    for name, found in by_name.items():
         if not found:
+            others = [labels_of[0] for labels_of in by_name.values() if labels_of]
             raise ResultsError(f"--compare: no finished runs of {name} on {results.benchmark} in "
-                               f"{results.results_dir}; make them with `clbench train {results.command_name} -m "
-                               f"{name} --seeds 0-2 --results {results.results_dir}`")
+                               f"{results.results_dir}; make them with `{_command_beside(results, name, others)}`")
         if len(found) > 1:
             raise ResultsError(f"--compare: {name} has several configs on {results.benchmark}; name one of "
                                + ", ".join(repr(label) for label in found))
         resolved.append(found[0])
     return resolved
+
+
+def _command_beside(results: Results, method: str, labels: Sequence[str]) -> str:
+    """The `train_command` of seeds 0-2 of `method`, with the global `--set` options of the runs of the first of
+    `labels` (the approaches it is compared with), so that its runs pair with theirs."""
+    runs = sorted((run for run in results.info.values() if labels and run["label"] == labels[0]),
+                  key=lambda run: run["seed"])
+    options = stored_overrides(runs[0].get("overrides")) if runs else None
+    return train_command(results, [method], "0-2", [text for text in options or []
+                                                    if option_section(text) in GLOBAL_SECTIONS])
 
 
 def _distinct(names: Sequence[str]) -> list[str]:
@@ -112,12 +130,8 @@ def check_pairs(results: Results, labels: Sequence[str]) -> None:
             raise ResultsError(
                 f"--compare: {first} and {second} on {results.benchmark} have fewer than {MIN_SEEDS} paired seeds "
                 f"(seeds {format_seeds(seeds[first]) or 'none'} and {format_seeds(seeds[second]) or 'none'}); make "
-                f"more with `clbench train {results.command_name} -m {_method(results, first)},"
-                f"{_method(results, second)} --seeds 0-2 --results {results.results_dir}`")
-
-
-def _method(results: Results, label: str) -> str:
-    return next(str(run["method"]) for run in results.info.values() if run["label"] == label)
+                f"more with " + " and ".join(f"`{command}`" for command in label_commands(results, [first, second],
+                                                                                          "0-2")))
 
 
 def build_comparison(results: Results, names: Sequence[str]) -> Comparison:

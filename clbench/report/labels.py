@@ -108,13 +108,22 @@ def _settings(row: Any) -> dict[str, Any]:
 
 
 def _fill_defaults(described: dict[str, list[dict[str, Any]]], configs: Mapping[str, Mapping[str, Any]]) -> None:
-    """Give every config each `--set` key that another config of the method sets, with its own value there
-    (`_default_text`), so that a key reads as a value, never as missing."""
+    """Give every config each `--set` key that some config of the method sets, with the value its runs used
+    (`_effective_text`), so that a key reads as a value, never as missing, and never as an option the method's own
+    section overrode."""
     keys = {key for description in described.values() for key in description[-1]}
     for config, description in described.items():
         settings = description[-1]
-        description[-1] = {key: settings[key] if key in settings else _default_text(key, configs.get(config))
-                           for key in sorted(keys)}
+        description[-1] = {key: _effective_text(key, settings.get(key), configs.get(config)) for key in sorted(keys)}
+
+
+def _effective_text(key: str, given: str | None, config: Mapping[str, Any] | None) -> str:
+    """The value of a `--set` key that a config's runs used: a section key (`training.lr`) from its stored resolved
+    config (`_default_text`: the approach's own `training:` section's value where it overrides the option), else
+    the option's text as given, else `_default_text`'s."""
+    if isinstance(config, Mapping) and key.partition(".")[0] in SECTIONS:
+        return _default_text(key, config)
+    return given if given is not None else _default_text(key, config)
 
 
 def _default_text(key: str, config: Mapping[str, Any] | None) -> str:

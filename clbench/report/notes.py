@@ -8,6 +8,7 @@ import shlex
 import numpy as np
 
 from clbench import metrics
+from clbench.report.commands import stored_overrides, train_command
 from clbench.report.formatting import format_seeds
 from clbench.report.loading import DOMAIN, REFERENCES, Results
 from clbench.results import EVALUATIONS, TEST, scenario_evaluation
@@ -119,12 +120,10 @@ def diverged_notes(results: Results) -> list[str]:
 
 
 def rerun_command(results: Results, method: str, seed: object, overrides: object) -> str:
-    """`clbench train` for one run, into the same results folder, in backticks: with the run's `--set` options
-    (`overrides`, from its run.json), or followed by a reminder to add them when they are unknown (None)."""
-    listed = overrides if isinstance(overrides, list) else None
-    sets = "".join(f" --set {shlex.quote(str(text))}" for text in listed or [])
-    command = (f"clbench train {results.command_name} -m {shlex.quote(method)} --seeds {seed}{sets} --results "
-               f"{shlex.quote(str(results.results_dir))}")
+    """`clbench train` for one run (`train_command`), into the same results folder, in backticks: with the run's
+    `--set` options (`overrides`, from its run.json), or followed by a reminder to add them when they are unknown."""
+    listed = stored_overrides(overrides)
+    command = train_command(results, [method], str(seed), listed or [])
     return f"`{command}`" if listed is not None else f"`{command}` (with the same --set options)"
 
 

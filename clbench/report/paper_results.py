@@ -186,7 +186,7 @@ def compare(benchmark: str, ours: Sequence[OurRow], paper: PaperResults) -> Comp
                 comparison.notes.append(f"{row.label}: its runs record no variant; not compared")
         comparison.rows += [compare_cell(row, cell) for cell in matching]
     comparison.notes += _unmatched_notes(cells, {row.paper for row in comparison.rows})
-    comparison.notes = _reproduction_notes(comparison.rows) + comparison.notes
+    comparison.notes = _reproduction_notes(comparison.rows) + _quoted_notes(comparison.rows) + comparison.notes
     if not comparison.rows:
         comparison.notes.insert(0, _nothing_compared_note(comparison, cells, ours))
     return comparison
@@ -223,6 +223,14 @@ def _unmatched_notes(cells: Sequence[PaperRow], matched: set[PaperRow]) -> list[
     absent = sorted({_paper_name(cell) for cell in cells if cell.clbench_method is None})
     notes = [f"paper rows without runs here: {', '.join(missing)}"] if missing else []
     return notes + ([f"paper rows for approaches clbench does not implement: {', '.join(absent)}"] if absent else [])
+
+
+def _quoted_notes(rows: Sequence[ComparisonRow]) -> list[str]:
+    """One note per paper cell beside ours that the paper quotes from another paper (`source`): trained under that
+    paper's protocol, not the HAT paper's, which is the one our settings are compared with."""
+    quoted = dict.fromkeys((_paper_name(row.paper), row.paper.source) for row in rows if row.paper.source)
+    return [f"{name}: the paper quotes this number from {source}, trained under {source}'s protocol, not the HAT "
+            f"paper's (the settings compared here)" for name, source in quoted]
 
 
 def _reproduction_notes(rows: Sequence[ComparisonRow]) -> list[str]:

@@ -4,9 +4,7 @@ joint and random references matched."""
 
 from __future__ import annotations
 
-import json
 import math
-import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,6 +16,7 @@ import pandas as pd
 from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.metric_registry import METRICS, Metric, split_refusal
+from clbench.report.commands import stored_overrides, train_command
 from clbench.report.loading import DOMAIN, REFERENCES, Results
 from clbench.results import CURVE_FILE
 
@@ -293,14 +292,4 @@ def undefined_ratio_note(run_id: str, joint: np.ndarray, random: np.ndarray, mar
 
 def _reference_command(run: dict[str, Any], missing: Sequence[str], results: Results) -> str:
     """The `clbench train` command that makes the missing references with the run's data, network, protocol."""
-    overrides = " ".join(f"--set {shlex.quote(option)}" for option in json.loads(run["overrides"] or "[]")
-                         if not _is_method_override(option))
-    return " ".join(part for part in (f"clbench train {results.command_name} -m {','.join(missing)}",
-                                      f"--seeds {int(run['seed'])}", overrides,
-                                      f"--results {shlex.quote(str(results.results_dir))}") if part)
-
-
-def _is_method_override(text: str) -> bool:
-    """True for `--set` options that only concern approaches (not data/network/training/variant)."""
-    key = text.split("=", 1)[0]
-    return key.split(".")[0] not in ("data", "network", "training", "variant")
+    return train_command(results, missing, [int(run["seed"])], stored_overrides(run["overrides"]) or [])

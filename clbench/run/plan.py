@@ -10,18 +10,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from clbench.approaches.registry import code_identity
-from clbench.approaches.resolution import ResolvedApproach, check_default_grids, resolve
+from clbench.approaches.resolution import ResolvedApproach, check_default_grids, protocol_notes, resolve
 from clbench.errors import SpecError
 from clbench.results import run_directory
 from clbench.spec import (
     BenchmarkSpec,
     benchmarks_dir,
-    ignored_class_loss,
     scenario_training,
     without_continual_evaluation,
 )
@@ -51,6 +50,14 @@ class RunPlan:
     @property
     def method(self) -> str:
         return self.approach.name
+
+    @property
+    def tuning_hash(self) -> str:
+        """The config hash of this run with the protocol's fields that change no number at their defaults
+        (`without_continual_evaluation`): what a tuned file is made for and must match, so that a run measured
+        with the continual evaluation takes the tuned file of the same run without it."""
+        approach = replace(self.approach, training=without_continual_evaluation(self.approach.training))
+        return stable_hash(run_config(self.spec, approach))
 
     @property
     def run_id(self) -> str:
@@ -137,14 +144,15 @@ def _shipped_counterpart(spec: BenchmarkSpec) -> BenchmarkSpec:
 def plan_runs(spec: BenchmarkSpec, methods: Sequence[str], seeds: Sequence[int], results_dir: Path,
               overrides: Sequence[str] = ()) -> list[RunPlan]:
     """Resolve every (method, seed) of a command; unknown methods, bad sections and an approach the spec refuses
-    (`clbench.approaches.resolution.refusal`: its body, scenario or protocol) fail before any work. A
-    `training.class_loss` the scenario ignores is warned about (the runs are the default's)."""
+    (`clbench.approaches.resolution.refusal`: its body, scenario or protocol) fail before any work. What a method
+    makes of the command's global training options (its own section's value, a key it ignores, a `class_loss` the
+    scenario ignores: `protocol_notes`) is warned about, once per line."""
     plans = []
     check_default_grids(spec)  # once for the spec, not once per method
-    for note in dict.fromkeys(filter(None, (ignored_class_loss(spec, method) for method in methods))):
+    approaches = [resolve(spec, method, check_grids=False) for method in dict.fromkeys(methods)]
+    for note in dict.fromkeys(note for method in dict.fromkeys(methods) for note in protocol_notes(spec, method)):
         logger.warning(note)
-    for method in dict.fromkeys(methods):
-        approach = resolve(spec, method, check_grids=False)
+    for method, approach in zip(dict.fromkeys(methods), approaches):
         config = run_config(spec, approach)
         config_hash = stable_hash(config)
         for seed in seeds:

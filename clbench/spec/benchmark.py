@@ -172,7 +172,8 @@ def _validate(raw: dict[str, Any], source: str, origins: dict[str, str]) -> Benc
         raise SpecError(f"{origin_of('network.bias', source, origins)}: `network.bias: false` is supported by the mlp "
                         f"only, not `network.kind` {network.kind}; remove it")
     training = build(TrainingSpec, raw.get("training"), where="training", source=source, origins=origins)
-    check_optimizer(training, "training", origin_of("training.momentum", source, origins))
+    given = [origin_of(f"training.{key}", source, origins) for key in ("momentum", "optimizer")]
+    check_optimizer(training, "training", next((origin for origin in given if origin != source), source))
     return BenchmarkSpec(
         name=check_name(raw["name"], f"{source}: `name`"),
         description=str(raw.get("description", "")),

@@ -35,7 +35,7 @@ NUMBER = re.compile(rf"[-+]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE
 def field(default: Any = dataclasses.MISSING, *, doc: str, minimum: float | None = None,
           maximum: float | None = None, choices: tuple[Any, ...] | None = None,
           above: float | None = None, below: float | None = None, min_items: int | None = None,
-          special: Mapping[float, str] | None = None, added: bool = False) -> Any:
+          special: Mapping[float, str] | None = None, added: bool = False, changes_results: bool = True) -> Any:
     """A dataclass field with a one-line description and its domain: the range of a number, or of each number of a
     list (`minimum`, `maximum`; `above` and `below`: strictly), `choices`, a list's `min_items`, and `special`
     values (value -> what it means, e.g. `{-1: "lambda = old / seen classes"}`) accepted outside the range and not
@@ -44,9 +44,13 @@ def field(default: Any = dataclasses.MISSING, *, doc: str, minimum: float | None
 
     `added`: the field came after results were stored; while it has its default it is left out of a run's
     identity (`identity_dict`), so the config, data and reference hashes of stored results do not change.
+    `changes_results=False`: the field changes none of a run's numbers (how it is measured, e.g. the continual
+    evaluation); `results_only` sets it to its default where only the numbers matter (a joint reference, a tuned
+    file's config).
     """
     metadata = {"doc": doc, "minimum": minimum, "maximum": maximum, "choices": choices, "above": above,
-                "below": below, "min_items": min_items, "special": dict(special or {}), "added": added}
+                "below": below, "min_items": min_items, "special": dict(special or {}), "added": added,
+                "changes_results": changes_results}
     if isinstance(default, (list, dict, set)):
         raise TypeError("mutable defaults are not allowed: use a tuple")
     return dataclasses.field(default=default, metadata=metadata)
@@ -215,6 +219,14 @@ def identity_dict(instance: Any) -> dict[str, Any]:
         if spec_field.metadata.get("added") and getattr(instance, spec_field.name) == spec_field.default:
             values.pop(spec_field.name)
     return values
+
+
+def results_only(instance: T) -> T:
+    """`instance` with every field that changes no number of a run (`field(..., changes_results=False)`) at its
+    default: what two runs must share to have the same numbers."""
+    return dataclasses.replace(instance, **{spec_field.name: spec_field.default  # type: ignore[type-var]
+                                            for spec_field in dataclasses.fields(instance)  # type: ignore[arg-type]
+                                            if not spec_field.metadata.get("changes_results", True)})
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

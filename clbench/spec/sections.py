@@ -13,7 +13,7 @@ from typing import Any
 
 from clbench.errors import SpecError
 from clbench.spec.catalogue import FORMS
-from clbench.spec.fields import field, origin_of
+from clbench.spec.fields import field, origin_of, results_only
 from clbench.spec.grid import GridAxis
 
 TOP_LEVEL_KEYS = ("name", "description", "data", "network", "training", "approaches", "variant", "variants",
@@ -135,11 +135,11 @@ class TrainingSpec:
     eval_every: int = field(0, doc="continual evaluation (De Lange et al. 2023): every K optimiser steps, evaluate the "
                                    "learned tasks and the current one on `eval_subset` test images each, stored as "
                                    "curve.parquet in the run folder; 0: off (only the end-of-task evaluation)",
-                            minimum=0, added=True)
+                            minimum=0, added=True, changes_results=False)
     eval_subset: int = field(500, doc="continual evaluation: test images per task, a seeded draw, the same images at "
                                       "every evaluation (the whole test set when it has fewer); no effect without "
                                       "eval_every", minimum=1,
-                             added=True)
+                             added=True, changes_results=False)
 
 
 def check_optimizer(training: TrainingSpec, where: str, source: str) -> None:
@@ -184,9 +184,10 @@ def scenario_training(training: TrainingSpec, scenario: str) -> TrainingSpec:
 
 
 def without_continual_evaluation(training: TrainingSpec) -> TrainingSpec:
-    """`training` with `eval_every` and `eval_subset` at their defaults: the continual evaluation measures a run
-    and changes none of its numbers, so a run with it shares its joint reference with the run without."""
-    return replace(training, eval_every=TrainingSpec.eval_every, eval_subset=TrainingSpec.eval_subset)
+    """`training` with the fields that change no number of a run at their defaults (`results_only`: the continual
+    evaluation's `eval_every` and `eval_subset` measure a run), so a run with them shares its joint reference and
+    its tuned file with the run without."""
+    return results_only(training)
 
 
 def ignored_class_loss(spec: BenchmarkSpec, method: str) -> str | None:

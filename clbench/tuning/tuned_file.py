@@ -42,8 +42,9 @@ class TunedChoice:
     Attributes:
         benchmark: the benchmark's name.
         method: the approach tuned.
-        config_hash: the config hash of `clbench train BENCHMARK -m METHOD` with `overrides` and without the grid:
-            the run config the chosen values are applied to.
+        config_hash: the config hash of `clbench train BENCHMARK -m METHOD` with `overrides` and without the grid,
+            with the fields that change no number at their defaults (`RunPlan.tuning_hash`: the continual
+            evaluation is not part of it): the run config the chosen values are applied to.
         grid: the `--grid` options, as given (`hat.smax=25,50`).
         rule: the `RULES` name the points were scored by.
         evaluation: task-aware or task-agnostic, the rows scored.

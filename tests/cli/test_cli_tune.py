@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from clbench.cli import app
 from clbench.run.plan import plan_runs
 from clbench.spec import load_benchmark
-from clbench.tuning.tuned_file import read_tuned, read_tuned_file, tuned_path
+from clbench.tuning.tuned_file import read_tuned, read_tuned_file, tuned_path, tuned_sha256
 
 runner = CliRunner()
 SPEC = """\
@@ -421,3 +421,33 @@ def test_a_special_value_of_a_grid_is_no_end_of_it(spec_file: Path, tmp_path: Pa
     [path] = (tmp_path / "results" / "tiny-tune" / "_tuned").glob("bic-*.yaml")
     assert read_tuned_file(path).chosen[0][0] == "bic.lamb"
     assert "value of its grid" not in output
+
+
+def test_options_that_change_no_number_do_not_enter_what_a_tuned_file_must_match(spec_file: Path, tmp_path: Path,
+                                                                                  tuned_sgd: Path) -> None:
+    import dataclasses
+
+    from clbench.spec import TrainingSpec
+
+    # every protocol field declared to change no number (the continual evaluation), at a value other than its default
+    inert = {spec_field.name: spec_field.default + 2 for spec_field in dataclasses.fields(TrainingSpec)
+             if not spec_field.metadata["changes_results"]}
+    assert set(inert) == {"eval_every", "eval_subset"}
+    options = [text for key, value in inert.items() for text in ("--set", f"training.{key}={value}")]
+    code, output = train_tuned(spec_file, tmp_path, "sgd", tuned_sgd, "--seeds", "1", *options)
+    assert code == 0, output
+    [run] = [path.parent for path in (tmp_path / "results").glob("tiny-tune/sgd/*/seed-1/accuracy.parquet")]
+    assert (run / "curve.parquet").is_file()  # measured with the curve, and tuned by the file made without it
+    assert set(pd.read_parquet(run / "accuracy.parquet")["tuned_sha256"]) == {tuned_sha256(tuned_sgd)}
+
+
+@pytest.mark.parametrize(("method", "grid", "why"), [
+    ("gdumb", "training.lr=0.01,0.05", "have no effect on gdumb"),  # a key gdumb ignores (ignores_training)
+    ("sgd", "training.class_loss=seen,all", "has no effect with data.scenario=task"),  # the task scenario's loss
+])
+def test_a_grid_whose_points_make_one_run_is_refused_before_training(spec_file: Path, tmp_path: Path, method: str,
+                                                                     grid: str, why: str) -> None:
+    code, output = tune(spec_file, tmp_path, "-m", method, "--grid", grid)
+    assert code == 2, output
+    assert f"its 2 points make 1 distinct {method} run" in output and why in output
+    assert not list((tmp_path / "results").rglob("run.json"))

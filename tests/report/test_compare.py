@@ -121,7 +121,8 @@ def test_unpaired_seeds_use_welch(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("arguments", "message"), [
     (("--compare", "sgd"), "at least two approaches"),
     (("--compare", "sgd,sgd"), "at least two approaches"),
-    (("--compare", "sgd,nope"), "no finished runs of nope on b"),
+    (("--compare", "sgd,nope"), "--compare: unknown method 'nope'"),
+    (("--compare", "sgd,ewc"), "no finished runs of ewc on b"),
 ])
 def test_refusals(tmp_path: Path, arguments: tuple[str, ...], message: str) -> None:
     code, text = invoke("b", "--results", str(make_results(tmp_path)), *arguments)
@@ -131,7 +132,9 @@ def test_refusals(tmp_path: Path, arguments: tuple[str, ...], message: str) -> N
 def test_a_missing_approach_names_the_command_that_makes_it(tmp_path: Path) -> None:
     code, text = invoke("b", "--results", str(make_results(tmp_path)), "--compare", "sgd,ewc")
     assert code == 2
-    assert f"clbench train b -m ewc --seeds 0-2 --results {tmp_path}" in " ".join(text.split())
+    # with the --set options of the runs it is compared with (make_results' runs: data.max_train_samples=9)
+    assert (f"clbench train b -m ewc --seeds 0-2 --set data.max_train_samples=9 --results {tmp_path}"
+            in " ".join(text.split()))
 
 
 def test_fewer_than_two_paired_seeds_is_refused(tmp_path: Path) -> None:
@@ -222,7 +225,7 @@ def test_the_verdict_follows_the_corrected_p() -> None:
 
 def test_html_refuses_what_the_tables_refuse(tmp_path: Path) -> None:
     page = tmp_path / "page.html"
-    code, text = invoke("b", "--results", str(make_results(tmp_path / "r")), "--compare", "sgd,nope", "--html",
+    code, text = invoke("b", "--results", str(make_results(tmp_path / "r")), "--compare", "sgd,ewc", "--html",
                         str(page))
-    assert code == 2 and "no finished runs of nope on b" in " ".join(text.split())
+    assert code == 2 and "no finished runs of ewc on b" in " ".join(text.split())
     assert not page.exists()

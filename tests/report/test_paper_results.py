@@ -315,3 +315,28 @@ def test_a_benchmark_the_paper_lacks_is_a_note(tmp_path: Path) -> None:
 def test_paper_comparison_imports_no_torch(tmp_path: Path) -> None:
     write_run(tmp_path, "sgd", 0, [[0.9], [0.7, 0.9]], benchmark="mnist2")
     assert_imports_no_torch(cli_code(["report", "mnist2", "--results", str(tmp_path), "--paper"]))
+
+
+def test_no_paper_row_is_marked_unimplemented_for_an_approach_clbench_registers() -> None:
+    from clbench.approaches.registry import approach_names
+
+    registered = set(approach_names())
+    unimplemented = {row.approach for row in load_paper_results().rows if row.clbench_method is None}
+    assert not {name for name in unimplemented if name.lower() in registered}
+    assert {row.clbench_method for row in load_paper_results().rows} - {None} <= registered
+
+
+def test_pmnist_si_runs_are_compared_with_the_si_row_and_its_source_is_named(tmp_path: Path) -> None:
+    matrix = [[0.87] * (t + 1) for t in range(10)]  # A<=10 = 0.87
+    small = {**pmnist_config("si", [100, 100], 0.0, 0.0), "variant": "small"}
+    for seed in range(2):
+        run_dir = write_run(tmp_path, "si", seed, matrix, benchmark="pmnist", variant="small", overrides=[])
+        write_run_json(run_dir, config=small)
+    frame = paper_csv(tmp_path, "pmnist")
+    assert frame.loc["si", "paper_approach"] == "SI" and frame.loc["si", "paper_mean"] == pytest.approx(0.860)
+    assert frame.loc["si", "difference"] == pytest.approx(0.87 - 0.860)
+    code, text = invoke("pmnist", "--results", str(tmp_path), "--paper")
+    assert code == 0
+    assert "SI (0.1M): the paper quotes this number from Nguyen17ARXIV" in " ".join(text.split())
+    unimplemented = next(line for line in text.splitlines() if "does not implement" in line)
+    assert "SI" not in unimplemented

@@ -177,6 +177,14 @@ class GDumb(ReplayApproach):
                       "once the memory is full no later task's sample would be stored (Mammoth models/gdumb.py "
                       "COMPATIBILITY: class-il, task-il); use er or derpp")
 
+    # The stream takes no gradient step and is passed once without early stopping (`training_protocol`); every
+    # evaluated network comes from `fit`, whose SGD, lr schedule and epochs are the hyper-parameters'.
+    ignores_training = ("lr", "lr_factor", "lr_min", "patience", "max_epochs", "early_stopping", "optimizer",
+                        "momentum", "weight_decay")
+    ignores_training_reason = ("its stream takes no gradient step, and every network it evaluates is fitted on the "
+                               "memory by its own SGD (gdumb.maxlr, gdumb.minlr, gdumb.momentum, gdumb.weight_decay, "
+                               "gdumb.fitting_epochs)")
+
     @classmethod
     def hyperparameter_problem(cls, hyperparameters: Hyperparameters, facts: BenchmarkFacts) -> DomainProblem | None:
         """The memory's (`ReplayApproach`), then the fit's lr: its cosine runs from maxlr down to minlr."""
