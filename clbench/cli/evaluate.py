@@ -29,7 +29,7 @@ def evaluate(
     from rich.table import Table
 
     from clbench.cli.progress import EvaluationProgress
-    from clbench.results import TEST, check_results_folder, row_split, scenario_evaluation
+    from clbench.results import TEST, DamagedFileError, check_results_folder, row_split, scenario_evaluation
     from clbench.run.engine import resolve_device
     from clbench.run.evaluate import reevaluate
     from clbench.run.loaders import fetching_loader
@@ -50,12 +50,23 @@ def evaluate(
                   title=f"test accuracy A<=t, {shown}: mean over the tasks learned so far")
     shared = SharedTasks()  # the runs on the same data one after another, on one task sequence
     test_rows = {}
+    left_out: list[DamagedFileError] = []  # a run with a damaged file: named, the others evaluated
     with EvaluationProgress(console(stderr=True), len(plans)) as progress:
         for plan in grouped_by_data(plans, lambda plan: data_key(plan, loader, torch_device)):
-            rows = reevaluate(plan, device=torch_device, loader=loader, shared=shared)
+            try:
+                rows = reevaluate(plan, device=torch_device, loader=loader, shared=shared)
+            except DamagedFileError as error:
+                left_out.append(error)
+                continue
             test_rows[plan.run_dir] = [row for row in rows if row_split(row) == TEST]
             progress.run_evaluated(plan)
+    if left_out and not test_rows:
+        raise left_out[0]
+    for error in left_out:
+        console(stderr=True).print(f"left out: {error}", markup=False, highlight=False, soft_wrap=True)
     for plan in plans:
+        if plan.run_dir not in test_rows:
+            continue
         for row in table_rows(plan.run_id, test_rows[plan.run_dir], shown, plan.spec.data.scenario):
             table.add_row(*row)
     console().print(table)

@@ -19,7 +19,9 @@ from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.metric_registry import METRICS, Metric
 from clbench.report.loading import DOMAIN, REFERENCES, Results
+from clbench.report.notes import damaged_file_note
 from clbench.results import CURVE_FILE
+from clbench.run_files import read_run_parquet
 
 CONFIDENCE = 0.95
 # What a run shares with each reference (besides the seed): `joint` is trained, so it must share the run's data,
@@ -168,6 +170,9 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
                      f"before each task is learned, which this run did not store (results schema 1, or an approach "
                      f"that cannot predict a task it has not learned, such as pathnet); re-run it with --force")
         return None
+    if "curve" in metric.inputs and inputs.curve is None and (damage := results.damage_of(run_id, CURVE_FILE)):
+        notes.append(f"left out {run_id}: {metric.title} needs its curve: {damaged_file_note(results, damage)}")
+        return None
     if "curve" in metric.inputs and inputs.curve is None:
         notes.append(f"left out {run_id}: {metric.title} needs the continual evaluation's curve, which this run did "
                      f"not store; train it with `--set training.eval_every=K` (e.g. 50)")
@@ -249,7 +254,7 @@ def run_curve(results: Results, run_id: str) -> pd.DataFrame | None:
     if CURVE_FILE not in results.files.get(run_id, set()):
         return None
     if run_id not in results.curves:  # read once per report: every curve metric and table asks for it
-        results.curves[run_id] = pd.read_parquet(results.folder(run_id) / CURVE_FILE)
+        results.curves[run_id] = read_run_parquet(results.folder(run_id) / CURVE_FILE)  # checked at loading
     curve = results.curves[run_id]
     if results.info[run_id].get("scenario") == DOMAIN:
         return curve

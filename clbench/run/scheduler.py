@@ -24,10 +24,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clbench.data.tasks import DatasetLoader
-from clbench.results import RunStatus, is_complete
+from clbench.results import RunStatus
 from clbench.run.engine import RunObserver, RunOutcome
 from clbench.run.plan import RunPlan
 from clbench.run.shared_tasks import SharedTasks, data_key, grouped_by_data
+from clbench.run_files import is_complete
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
