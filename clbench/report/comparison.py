@@ -22,6 +22,7 @@ from clbench.errors import ResultsError
 from clbench.metric_registry import METRICS
 from clbench.report.formatting import Table, format_seeds
 from clbench.report.loading import Results
+from clbench.report.notes import damaged_notes
 from clbench.report.significance import holm, paired_t_test, welch_t_test, wilcoxon_exact
 from clbench.report.statistics import run_values
 
@@ -137,7 +138,7 @@ def build_comparison(results: Results, names: Sequence[str]) -> Comparison:
                 for first, second in combinations(labels, 2)]
         adjusted = holm([row.p_value for row in rows])
         comparison.rows += [replace(row, holm_p=p) for row, p in zip(rows, adjusted)]
-    comparison.notes = list(dict.fromkeys(notes)) + _untested_notes(comparison)
+    comparison.notes = list(dict.fromkeys(notes + damaged_notes(results))) + _untested_notes(comparison)
     return comparison
 
 

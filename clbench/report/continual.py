@@ -15,7 +15,7 @@ from clbench.metric_registry import METRICS
 from clbench.report.cells import format_cell, sort_value
 from clbench.report.formatting import Table
 from clbench.report.loading import REFERENCES, Results
-from clbench.report.notes import complete_runs
+from clbench.report.notes import complete_runs, damaged_notes
 from clbench.report.statistics import Cell, run_curve, run_values, summarize
 from clbench.results import CURVE_FILE
 
@@ -76,7 +76,7 @@ def build_continual(results: Results) -> ContinualReport:
         accuracy = summarize(metrics.average_accuracy(results.matrices[run_id])[-1] for run_id in runs)
         report.rows.append(ContinualRow(label, accuracy, cells, sorted(int(results.info[r]["seed"]) for r in runs)))
     report.rows.sort(key=lambda row: (sort_value(row.accuracy), row.label))
-    report.notes += no_curve_note(results, run_ids)
+    report.notes += no_curve_note(results, run_ids) + damaged_notes(results)
     return report
 
 

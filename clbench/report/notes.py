@@ -129,18 +129,22 @@ def rerun_command(results: Results, method: str, seed: object, overrides: object
     return f"`{command}`" if listed is not None else f"`{command}` (with the same --set options)"
 
 
-def damaged_notes(results: Results) -> list[str]:
+def damaged_notes(results: Results, method: str | None = None, kinds: tuple[str, ...] | None = None) -> list[str]:
     """One note per run left out because its accuracy file or run.json is damaged, and one per damaged file of a
     run kept (`Results.damaged_files`: what depends on it is left out), each naming the file and the command that
-    remakes it (`clbench.run_files`)."""
+    remakes it (`clbench.run_files`); only `method`'s runs, and of the files kept only those of `kinds`, if given."""
     notes = []
     for folder, problem in results.damaged:
-        method, seed = folder.parent.parent.name, folder.name.removeprefix("seed-")
+        owner, seed = folder.parent.parent.name, folder.name.removeprefix("seed-")
+        if method is not None and owner != method:
+            continue
         overrides = results.run_files.get(str(folder), {}).get("overrides")
-        notes.append(f"left out {results.benchmark}/{method}/{folder.parent.name}/{folder.name}: {problem}; "
-                     f"{rerun_command(results, method, seed, overrides)} re-runs it from its last readable "
+        notes.append(f"left out {results.benchmark}/{owner}/{folder.parent.name}/{folder.name}: {problem}; "
+                     f"{rerun_command(results, owner, seed, overrides)} re-runs it from its last readable "
                      f"checkpoint")
-    return notes + [damaged_file_note(results, damage) for damage in results.damaged_files]
+    return notes + [damaged_file_note(results, damage) for damage in results.damaged_files
+                    if (method is None or damage.folder.parent.parent.name == method)
+                    and (kinds is None or (damage.kind is not None and damage.kind.name in kinds))]
 
 
 def damaged_file_note(results: Results, damage: FileDamage) -> str:

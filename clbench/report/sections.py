@@ -11,7 +11,7 @@ from pathlib import Path
 from clbench.report.formatting import Table
 from clbench.report.loading import Results
 from clbench.report.monitoring import MonitoringReporter
-from clbench.report.notes import damaged_file_note
+from clbench.report.notes import damaged_notes
 from clbench.report.render import render_tables
 
 Section = tuple[str, str, str]  # (benchmark, kind, text)
@@ -36,11 +36,9 @@ def monitoring_sections(benchmark: str, results: Results, reporters: Sequence[Mo
 
 
 def damaged_monitoring_text(reporter: MonitoringReporter, results: Results, fmt: str) -> str:
-    """The notes naming the damaged monitoring tables of the reporter's runs (left out of its tables) and the command
-    that remakes each (`clbench.run_files`); "" when there are none, and in csv."""
-    notes = [damaged_file_note(results, damage) for damage in results.damaged_files
-             if damage.kind is not None and damage.kind.name == "monitoring"
-             and damage.folder.parent.parent.name == reporter.method]
+    """The notes naming the reporter's runs left out for a damaged file and their damaged monitoring tables (left out
+    of its tables), with the command that remakes each (`clbench.run_files`); "" when there are none, and in csv."""
+    notes = damaged_notes(results, reporter.method, kinds=("monitoring",))
     return render_tables([Table([], [], notes=notes)], fmt) if notes and fmt != "csv" else ""
 
 

@@ -171,7 +171,7 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
                      f"that cannot predict a task it has not learned, such as pathnet); re-run it with --force")
         return None
     if "curve" in metric.inputs and inputs.curve is None and (damage := results.damage_of(run_id, CURVE_FILE)):
-        notes.append(f"left out {run_id}: {metric.title} needs its curve: {damaged_file_note(results, damage)}")
+        notes.append(damaged_file_note(results, damage))  # one note per file, whichever metric needs it
         return None
     if "curve" in metric.inputs and inputs.curve is None:
         notes.append(f"left out {run_id}: {metric.title} needs the continual evaluation's curve, which this run did "

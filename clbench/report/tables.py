@@ -85,6 +85,7 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
     report.notes = [note for note in report.notes if not any(note.startswith(text) for text in shown_as_text)]
     report.notes += seed_coverage_notes(report.seeds)
     report.notes += monitoring_table_notes(results)
+    report.notes = list(dict.fromkeys(report.notes))  # a damaged file is named once, whichever metric needs it
     return report
 
 

@@ -197,5 +197,6 @@ def test_evaluate_names_a_truncated_checkpoint(trained: Path) -> None:
                                  str(project / "results"), "--data-dir", str(project / "data"), *TINY])
     assert result.exit_code == 1, result.output  # a damaged stored file: a runtime failure
     assert f"{trained / 'checkpoints' / 'stage-01.pt'} is damaged" in flat(result.output)
-    command = f"clbench train {project / 'my.yaml'} -m sgd --seeds 0 {' '.join(TINY[:4])} --results {project / 'results'}"
+    command = (f"clbench train {project / 'my.yaml'} -m sgd --seeds 0 {' '.join(TINY[:4])} --results "
+               f"{project / 'results'}")
     assert f"`{command}` remakes it from the run's last good checkpoint" in flat(result.output)
