@@ -265,9 +265,16 @@ def damaged_files(run_dir: Path, kinds: tuple[str, ...] | None = None, thorough:
     """`<file> is damaged: <why>` for every run file of the folder (of `kinds`, default all) that the rule refuses,
     the manifest first if it is damaged. `thorough=False` checks a checkpoint the manifest lists by its size alone
     (a resumed run and `evaluate` read it through the rule anyway)."""
+    found = [problem] if (problem := manifest_problem(run_dir)) else []
+    return found + [problem for _, problem in damaged_paths(run_dir, kinds, thorough)]
+
+
+def damaged_paths(run_dir: Path, kinds: tuple[str, ...] | None = None,
+                  thorough: bool = True) -> list[tuple[Path, str]]:
+    """(path, `<file> is damaged: <why>`) of the run files `damaged_files` names (the manifest aside)."""
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
-    found = [problem] if (problem := manifest_problem(run_dir)) else []
+    found: list[tuple[Path, str]] = []
     for path in run_files_in(run_dir):
         kind = run_file_kind(_relative(run_dir, path))
         assert kind is not None
@@ -278,12 +285,12 @@ def damaged_files(run_dir: Path, kinds: tuple[str, ...] | None = None, thorough:
             size = path.stat().st_size
             sizes = {entry.get("size"), (entry.get("previous") or {}).get("size")}
             if size not in sizes:
-                found.append(f"{path} is damaged: {size} bytes, not the {entry.get('size')} written (truncated or "
-                             f"emptied?)")
+                found.append((path, f"{path} is damaged: {size} bytes, not the {entry.get('size')} written "
+                                    f"(truncated or emptied?)"))
             continue
         problem = run_file_problem(path, manifest)
         if problem is not None:
-            found.append(problem)
+            found.append((path, problem))
     return found
 
 

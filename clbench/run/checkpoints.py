@@ -23,7 +23,14 @@ from clbench.errors import ClbenchError
 from clbench.results import SCHEMA_VERSION, SPLITS, TEST, VALIDATION, DamagedFileError
 from clbench.run.plan import RunPlan
 from clbench.run.rows import evaluate_stage_rows, store_monitoring
-from clbench.run_files import CHECKPOINT_FOLDER, read_run_file_bytes, run_file_problem, write_run_file
+from clbench.run_files import (
+    CHECKPOINT_FOLDER,
+    damaged_paths,
+    forget_run_file,
+    read_run_file_bytes,
+    run_file_problem,
+    write_run_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +131,8 @@ def remake_monitoring(plan: RunPlan, approach: Approach, tasks: TaskSequence, st
     the one it was resumed from, with torch's random streams as they were."""
     streams = torch.get_rng_state(), torch.cuda.get_rng_state(approach.device) if approach.device.type == "cuda" \
         else None
+    for path, _ in damaged_paths(plan.run_dir, ("monitoring",)):  # made again from stage 1, not appended to
+        forget_run_file(path)
     for stage in range(stages):
         approach.load_state(load_checkpoint(plan.run_dir, stage)["approach"])
         store_monitoring(plan, approach, tasks, stage, header)
