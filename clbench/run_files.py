@@ -333,3 +333,17 @@ def read_run_parquet(path: Path, columns: list[str] | None = None) -> Any:
     import pandas as pd
 
     return pd.read_parquet(io.BytesIO(read_run_file_bytes(path)), columns=columns)
+
+
+def record_again(run_dir: Path) -> None:
+    """A damaged manifest made again from the run files that pass their form's check (`form_problem`), so that
+    the files a resumed run keeps are recorded again; the others are left out of it (the run remakes them)."""
+    run_dir = Path(run_dir)
+    if read_manifest(run_dir) is not None:
+        return
+    files = {}
+    for path in run_files_in(run_dir):
+        data, kind = path.read_bytes(), run_file_kind(_relative(run_dir, path))
+        if kind is not None and form_problem(data, kind.form, kind.needs_rows) is None:
+            files[_relative(run_dir, path)] = {**_digest(data), "previous": None}
+    _write_manifest(run_dir, files)

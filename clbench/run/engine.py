@@ -64,6 +64,7 @@ from clbench.run_files import (
     forget_run_file,
     is_complete,
     previous_run_json,
+    record_again,
     write_run_file,
     write_run_json,
 )
@@ -206,6 +207,7 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader, 
     damaged = damaged_files(plan.run_dir, TRAIN_KINDS, thorough=False)
     for problem in damaged:
         log.warning("%s; the run is treated as unfinished", problem)
+    record_again(plan.run_dir)  # a damaged manifest: made again from the files that pass their form's check
     header = _run_header(plan, machine_provenance(str(device), str(torch.__version__), torch.version.cuda))
     header["damaged_files"] = damaged
     try:

@@ -160,9 +160,22 @@ def test_loading_leaves_out_only_what_depends_on_the_damaged_file(kind: str, how
     assert len({run["seed"] for run in results.info.values()}) == (2 if leaves_run_out else 3)
 
 
-@pytest.mark.parametrize("mode", REPORT_MODES)
-@pytest.mark.parametrize("how", DAMAGES)
-@pytest.mark.parametrize("kind", KINDS)
+def cases(*modes: str) -> list[object]:
+    """Every kind x damage (x mode): in the fast suite the truncated files (and the HTML page of a truncated curve
+    only: a page takes seconds); the emptied files and the other pages with `-m slow`. Through the manifest an
+    emptied file is refused as a truncated one is (its size); `test_a_folder_without_manifest_*` checks both
+    by their form."""
+    found = []
+    for kind in KINDS:
+        for how in DAMAGES:
+            for mode in modes or (None,):
+                slow = how == "emptied" or (mode == "html" and kind != "curve")
+                found.append(pytest.param(kind, how, *([mode] if mode else []), marks=[pytest.mark.slow] * slow,
+                                          id="-".join([kind, how, *([mode] if mode else [])])))
+    return found
+
+
+@pytest.mark.parametrize(("kind", "how", "mode"), cases(*REPORT_MODES))
 def test_report_names_the_damaged_file_and_the_command_that_remakes_it(kind: str, how: str, mode: str,
                                                                      project: Path) -> None:
     page = project / "page.html"
@@ -189,8 +202,7 @@ def test_report_names_the_damaged_file_and_the_command_that_remakes_it(kind: str
 # ---------------------------------------------------------------- evaluate and train again
 
 
-@pytest.mark.parametrize("how", DAMAGES)
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("kind", "how"), cases())
 def test_evaluate_names_a_damaged_run_and_evaluates_the_others(kind: str, how: str, project: Path) -> None:
     damaged = damage(project, kind, how)
     code, output = evaluate(project, f"1,{DAMAGED_SEED}")
@@ -241,8 +253,7 @@ def same(found: object, expected: object) -> bool:
     return bool(found == expected)
 
 
-@pytest.mark.parametrize("how", DAMAGES)
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("kind", "how"), cases())
 def test_train_again_remakes_the_damaged_files_from_the_last_good_checkpoint(kind: str, how: str,
                                                                             project: Path) -> None:
     originals = {path: stored(path) for folder in run_folders(project) for path in files_of(folder, kind)}
@@ -263,3 +274,67 @@ def test_train_again_remakes_the_damaged_files_from_the_last_good_checkpoint(kin
         if kind != "evaluation":  # every checkpoint damaged: from the start; else from the last checkpoint
             assert header["resumed_after_stage"] == (None if kind == "checkpoint" else 2)
             assert header["damaged_files"]
+
+
+# ---------------------------------------------------------------- folders without a manifest, a damaged manifest
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_folder_without_manifest_is_checked_by_the_form_of_its_files(kind: str, how: str, project: Path) -> None:
+    """Run folders written before the manifest: each file is checked by its form (a Parquet footer, a JSON object,
+    a whole zip), so a truncated or emptied file is still named and left out, and the others load as before."""
+    for folder in run_folders(project):
+        (folder / MANIFEST_FILE).unlink()
+    damaged = damage(project, kind, how)
+    assert all(run_file_problem(path) for path in damaged)
+    results = load_results(project / "results", "mine")
+    leaves_run_out = next(found for found in RUN_FILE_KINDS if found.name == kind).leaves_out == "the run"
+    assert len({run["seed"] for run in results.info.values()}) == (2 if leaves_run_out else 3)
+    if kind not in ("checkpoint", "run", "accuracy"):
+        assert {(damage.folder, damage.name) for damage in results.damaged_files} == \
+            {(path.parent, path.name) for path in damaged}
+
+
+def test_a_damaged_manifest_is_named_its_files_checked_by_their_form_and_train_makes_it_again(project: Path) -> None:
+    (folder,) = (project / "results" / "mine" / "hat").glob(f"*/seed-{DAMAGED_SEED}")
+    (folder / MANIFEST_FILE).write_text('{"files": ')
+    code, output = command(project, "report", "--table")
+    assert code == 0, output
+    assert f"{folder / MANIFEST_FILE} is damaged" in output
+    assert f"`clbench train {project / 'my.yaml'} -m hat --seeds {DAMAGED_SEED}" in output
+    code, output = train(project, str(DAMAGED_SEED))
+    assert code == 0 and "1 done" in output, output
+    manifest = json.loads((folder / MANIFEST_FILE).read_text())["files"]
+    assert {"accuracy.parquet", "curve.parquet", "run.json", "hat_capacity.parquet"} <= set(manifest)
+    assert not any(run_file_problem(folder / name) for name in manifest)
+
+
+def test_a_write_stopped_between_the_manifest_and_the_file_leaves_either_content_accepted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifest's entry is written first, with the previous content's: a process killed before the file's
+    rename leaves the previous content, which is accepted; after it, the new one."""
+    import clbench.run_files as rule
+
+    path = tmp_path / "run" / "curve.parquet"
+    old, new = pd.DataFrame({"step": [1]}), pd.DataFrame({"step": [1, 2]})
+    rule.write_run_parquet(path, old)
+    written = []
+    real = rule.atomic_write_bytes
+
+    def killed_at_the_file(target: Path, data: bytes) -> None:
+        if target.name != MANIFEST_FILE:
+            raise KeyboardInterrupt
+        written.append(target)
+        real(target, data)
+
+    monkeypatch.setattr(rule, "atomic_write_bytes", killed_at_the_file)
+    with pytest.raises(KeyboardInterrupt):
+        rule.write_run_parquet(path, new)
+    monkeypatch.setattr(rule, "atomic_write_bytes", real)
+    assert written == [tmp_path / "run" / MANIFEST_FILE]  # the manifest holds the new content's entry
+    assert run_file_problem(path) is None and rule.read_run_parquet(path).equals(old)
+    rule.write_run_parquet(path, new)
+    assert run_file_problem(path) is None and rule.read_run_parquet(path).equals(new)
+    path.write_bytes(rule.parquet_bytes(old))  # the old content again, not through the writer: it differs
+    assert run_file_problem(path) is not None  # from the one recorded, and from the one before it (new)
