@@ -15,7 +15,9 @@ Layout: `<results>/<benchmark>/<method>/<config hash>/seed-<seed>/`
   provenance includes `approach_origin` (also a JSON column of the rows): `{"kind": "built-in", "module"}`, a
   plugin file's `path` and `sha256`, a plugin `module`, or an entry point's `distribution` and `version`;
 - `<table>.parquet`: approach monitoring tables (e.g. HAT's masks), with the run's identity columns;
-- `checkpoints/stage-XX.pt`: the approach state after each task (for `evaluate` and resuming).
+- `checkpoints/stage-XX.pt`: the approach state after each task (for `evaluate` and resuming);
+- `manifest.json`: the size and sha256 of each file above as written (`clbench.run_files`: the rule every run file
+  is written and read through).
 Torch-free: `report` reads results without importing torch.
 """
 
