@@ -219,14 +219,14 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader, 
             shared.forget()
         status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
         write_run_json(plan.run_dir / RUN_FILE, {**header, "status": status, "finished_utc": utc_now(),
-                                             "error": f"{type(error).__name__}: {error}",
-                                             "traceback": traceback.format_exc()})
+                                                 "error": f"{type(error).__name__}: {error}",
+                                                 "traceback": traceback.format_exc()})
         raise
     seconds = time.perf_counter() - start
     with interrupts_held():  # the rows and `complete` land together; a Ctrl-C meanwhile takes effect after both
         write_run_file(plan.run_dir / ACCURACY_FILE, encoded)
-        write_run_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.COMPLETE, "finished_utc": finished,
-                                             "seconds": seconds})
+        write_run_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.COMPLETE,
+                                                 "finished_utc": finished, "seconds": seconds})
     return RunOutcome(plan, RunStatus.DONE, rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"],
                       damaged=tuple(header["damaged_files"]))
 
