@@ -338,3 +338,18 @@ def test_a_write_stopped_between_the_manifest_and_the_file_leaves_either_content
     assert run_file_problem(path) is None and rule.read_run_parquet(path).equals(new)
     path.write_bytes(rule.parquet_bytes(old))  # the old content again, not through the writer: it differs
     assert run_file_problem(path) is not None  # from the one recorded, and from the one before it (new)
+
+
+def test_a_damaged_earlier_checkpoint_is_remade_by_training_from_the_last_good_one_before_it(project: Path) -> None:
+    """The last checkpoint is whole, an earlier one is not: resuming from the last would leave the earlier one
+    damaged, so the run starts from the last good checkpoint before it (here: from the start) and remakes it."""
+    (folder,) = (project / "results" / "mine" / "sgd").glob(f"*/seed-{DAMAGED_SEED}")
+    first = folder / "checkpoints" / "stage-01.pt"
+    before = stored(first)
+    first.write_bytes(first.read_bytes()[:100])
+    code, output = command(project, "train", "-m", "sgd", "--seeds", str(DAMAGED_SEED), "--data-dir",
+                           str(project / "data"), "--device", "cpu", *SETS)
+    assert code == 0 and "1 done" in output, output
+    assert run_file_problem(first) is None and same(stored(first), before)
+    header = read_run_json(folder / "run.json")
+    assert header["resumed_after_stage"] is None and len(header["damaged_files"]) == 1
