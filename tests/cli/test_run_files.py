@@ -189,6 +189,7 @@ def test_report_names_the_damaged_file_and_the_command_that_remakes_it(kind: str
         assert (code, output) == before
         return
     remade_by = next(found for found in RUN_FILE_KINDS if found.name == kind).remade_by
+    assert "runs from before monitoring?" not in text  # a damaged table is not said to be missing
     for path in damaged:
         method = method_of(path)
         (run_file,) = (project / "results" / "mine" / method).glob("*/seed-0/run.json")
@@ -263,6 +264,7 @@ def test_train_again_remakes_the_damaged_files_from_the_last_good_checkpoint(kin
     runs = len({path.parent.parent if kind == "checkpoint" else path.parent for path in damaged})
     if kind == "evaluation":  # `train` does not make it: the runs are finished; `evaluate` remakes it
         assert f"{len(METHODS)} skipped" in output
+        assert all(f"{path} is damaged" in output for path in damaged) and "`clbench evaluate`" in output
         code, output = evaluate(project, str(DAMAGED_SEED))
         assert code == 0, output
     else:  # the runs without such a file (sgd and the references store no monitoring table) are finished
