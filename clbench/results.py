@@ -15,7 +15,9 @@ Layout: `<results>/<benchmark>/<method>/<config hash>/seed-<seed>/`
   provenance includes `approach_origin` (also a JSON column of the rows): `{"kind": "built-in", "module"}`, a
   plugin file's `path` and `sha256`, a plugin `module`, or an entry point's `distribution` and `version`;
 - `<table>.parquet`: approach monitoring tables (e.g. HAT's masks), with the run's identity columns;
-- `checkpoints/stage-XX.pt`: the approach state after each task (for `evaluate` and resuming).
+- `checkpoints/stage-XX.pt`: the approach state after each task (for `evaluate` and resuming);
+- `manifest.json`: the size and sha256 of each file above as written (`clbench.run_files`: the rule every run file
+  is written and read through).
 Torch-free: `report` reads results without importing torch.
 """
 
@@ -298,37 +300,6 @@ def parse_run_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise DamagedFileError(f"{path} is damaged: a JSON {type(data).__name__}, not an object")
     return data
-
-
-def parquet_problem(path: Path) -> str | None:
-    """Why a Parquet result file cannot be used (unreadable, truncated, no rows), or None; reads the footer only."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        rows = pq.ParquetFile(path).metadata.num_rows
-    except (OSError, ValueError, pa.ArrowException) as error:
-        return f"not a readable Parquet file ({error})"
-    return "it has no rows" if rows == 0 else None
-
-
-def damaged_run_files(run_dir: Path) -> list[str]:
-    """`<file> is damaged: <reason>` for the run's accuracy.parquet and run.json that exist but cannot be read."""
-    found = []
-    accuracy = Path(run_dir) / ACCURACY_FILE
-    problem = parquet_problem(accuracy) if accuracy.is_file() else None
-    if problem is not None:
-        found.append(f"{accuracy} is damaged: {problem}")
-    try:
-        read_run_file(run_dir)
-    except DamagedFileError as error:
-        found.append(str(error))
-    return found
-
-
-def is_complete(run_dir: Path) -> bool:
-    """The run finished: its accuracy.parquet has rows and its files can be read (a damaged run is unfinished)."""
-    return (Path(run_dir) / ACCURACY_FILE).is_file() and not damaged_run_files(run_dir)
 
 
 def check_schema(frame: pd.DataFrame, path: Path) -> None:

@@ -30,7 +30,7 @@ def evaluate(
     """Re-evaluate trained runs from their per-task checkpoints; writes evaluation.parquet (test and validation
     rows) in each run folder and shows, per stage, the mean test accuracy over the tasks learned so far."""
     from clbench.cli.progress import EvaluationProgress
-    from clbench.results import TEST, check_results_folder, row_split, scenario_evaluation
+    from clbench.results import TEST, DamagedFileError, check_results_folder, row_split, scenario_evaluation
     from clbench.run.engine import resolve_device
     from clbench.run.evaluate import reevaluate
     from clbench.run.loaders import fetching_loader
@@ -49,12 +49,21 @@ def evaluate(
     loader = fetching_loader(data_dir or default_data_dir(), mirror)
     shared = SharedTasks()  # the runs on the same data one after another, on one task sequence
     test_rows = {}
+    left_out: list[DamagedFileError] = []  # a run with a damaged file: named, the others evaluated
     with EvaluationProgress(console(stderr=True), len(plans)) as progress:
         for plan in grouped_by_data(plans, lambda plan: data_key(plan, loader, torch_device)):
-            rows = reevaluate(plan, device=torch_device, loader=loader, shared=shared)
+            try:
+                rows = reevaluate(plan, device=torch_device, loader=loader, shared=shared)
+            except DamagedFileError as error:
+                left_out.append(error)
+                continue
             test_rows[plan.run_dir] = [row for row in rows if row_split(row) == TEST]
             progress.run_evaluated(plan)
-    console().print(evaluation_table(shown, [row for plan in plans for row in table_rows(
+    if left_out and not test_rows:
+        raise left_out[0]
+    for error in left_out:
+        console(stderr=True).print(f"left out: {error}", markup=False, highlight=False, soft_wrap=True)
+    console().print(evaluation_table(shown, [row for plan in plans if plan.run_dir in test_rows for row in table_rows(
         plan.run_id, test_rows[plan.run_dir], shown, plan.spec.data.scenario)]))
 
 

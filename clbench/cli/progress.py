@@ -137,7 +137,10 @@ class RunsOverview:
             return (f"[{style}]done[/] {label}: mean accuracy {shown} "
                     f"({outcome.seconds:.0f} s{resumed}{damaged})")
         if outcome.status == "skipped":
-            return f"[{style}]skipped[/] {label}: already finished ({escape(str(plan.run_dir))}); --force re-runs it"
+            damaged = (f"; {escape('; '.join(outcome.damaged))}: `clbench evaluate` (with the same options) remakes "
+                       f"it") if outcome.damaged else ""
+            return (f"[{style}]skipped[/] {label}: already finished ({escape(str(plan.run_dir))}); --force re-runs "
+                    f"it{damaged}")
         if outcome.status == "locked":
             return f"[{style}]running elsewhere[/] {label}: {escape(outcome.error or '')}; skipped here"
         return (f"[{style}]{outcome.status}[/] {label}: {escape(outcome.error or '')} "

@@ -168,15 +168,14 @@ def plan_tuned(benchmark: str, methods: list[str], references: list[str], seeds:
 def _note_untuned_rows(outcomes: list[RunOutcome]) -> None:
     """Say which tuned runs were reused as they were, their rows not recording the tuned file (a finished run of the
     same config: the tuning grid's point at its seed, or the values given by hand); nothing is rewritten."""
-    import pandas as pd
-
     from clbench.results import ACCURACY_FILE
+    from clbench.run_files import read_run_parquet
 
     for outcome in outcomes:
         plan = outcome.plan
         if outcome.status != "skipped" or plan.tuned_sha256 is None:
             continue
-        stored = pd.read_parquet(plan.run_dir / ACCURACY_FILE)
+        stored = read_run_parquet(plan.run_dir / ACCURACY_FILE)
         if "tuned_sha256" in stored and set(stored["tuned_sha256"].astype(object)) == {plan.tuned_sha256}:
             continue
         why = " (at the tuning seed: the grid point `clbench tune` trained)" if plan.seed == plan.tuned_seed else ""
@@ -188,9 +187,9 @@ def execute_plans(specs: list[BenchmarkSpec], plans: list[RunPlan], execution: E
                   mirror: str | None) -> list[RunOutcome]:
     """Run the plans (`train` and `tune`): finished runs are skipped, stopped ones resumed; the data is prepared
     first (local executor); Ctrl-C or SIGTERM exits 130 with the unfinished runs marked `interrupted`."""
-    from clbench.results import is_complete
     from clbench.run.engine import check_code
     from clbench.run.loaders import fetching_loader, prepare_data
+    from clbench.run_files import is_complete
 
     for plan in plans:
         if not is_complete(plan.run_dir):

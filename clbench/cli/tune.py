@@ -162,8 +162,9 @@ def _rows(plans: list[RunPlan]):  # type: ignore[no-untyped-def]
     import pandas as pd
 
     from clbench.results import ACCURACY_FILE
+    from clbench.run_files import read_run_parquet
 
-    return pd.concat([pd.read_parquet(plan.run_dir / ACCURACY_FILE) for plan in plans], ignore_index=True)
+    return pd.concat([read_run_parquet(plan.run_dir / ACCURACY_FILE) for plan in plans], ignore_index=True)
 
 
 def _choose_and_write(rows, benchmark: str, base: RunPlan, grid: list[str], rule: str,  # type: ignore[no-untyped-def]

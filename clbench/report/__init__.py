@@ -34,8 +34,9 @@ plugin's too, without torch; the same objects as `clbench.api`'s): `MonitoringRe
 from __future__ import annotations
 
 from clbench.report.formatting import Table, format_seeds, plain
-from clbench.report.loading import Results, read_parquet_files
+from clbench.report.loading import Results
 from clbench.report.monitoring import LayerShareReporter, MonitoringReporter
+from clbench.report.reading import read_parquet_files
 from clbench.report.statistics import run_values
 
 __all__ = ["LayerShareReporter", "MonitoringReporter", "Results", "Table", "format_seeds", "plain",

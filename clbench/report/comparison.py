@@ -29,7 +29,7 @@ from clbench.report.commands import (
 )
 from clbench.report.formatting import Table, format_seeds
 from clbench.report.loading import Results
-from clbench.report.notes import one_note_per_cause, split_notes
+from clbench.report.notes import damaged_notes, one_note_per_cause, split_notes
 from clbench.report.significance import holm, paired_t_test, welch_t_test, wilcoxon_exact
 from clbench.report.statistics import run_values
 
@@ -152,7 +152,7 @@ def build_comparison(results: Results, names: Sequence[str]) -> Comparison:
                 for first, second in combinations(labels, 2)]
         adjusted = holm([row.p_value for row in rows])
         comparison.rows += [replace(row, holm_p=p) for row, p in zip(rows, adjusted)]
-    comparison.notes = one_note_per_cause(results, notes) + _untested_notes(comparison)
+    comparison.notes = one_note_per_cause(results, notes + damaged_notes(results)) + _untested_notes(comparison)
     return comparison
 
 

@@ -18,6 +18,7 @@ from clbench.report.formatting import Table
 from clbench.report.loading import REFERENCES, Results
 from clbench.report.notes import complete_runs, references_only_note, run_notes
 from clbench.report.statistics import NO_CURVE, Cell, run_curve, run_values, summarize
+from clbench.results import CURVE_FILE
 
 CONTINUAL_METRICS = ("min-accuracy", "worst-case-accuracy", "windowed-forgetting", "stability-gap", "gap-recovery")
 """The columns of `--continual`, after A^{<=T}; `--summary` shows the first two where a run has a curve."""
@@ -57,7 +58,8 @@ def last_values(results: Results, names: tuple[str, ...], notes: list[str],
 
 def no_curve_note(results: Results, run_ids: list[str]) -> list[str]:
     """The note naming the approaches (labels) with runs that have no curve; [] when every run has one."""
-    labels = sorted({results.info[run_id]["label"] for run_id in run_ids if run_curve(results, run_id) is None})
+    labels = sorted({results.info[run_id]["label"] for run_id in run_ids if run_curve(results, run_id) is None
+                     and results.damage_of(run_id, CURVE_FILE) is None})  # a damaged curve has its own note
     return [NO_CURVE_NOTE.format(labels=", ".join(labels))] if labels else []
 
 

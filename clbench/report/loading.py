@@ -1,4 +1,5 @@
-"""Loading a results folder: run folders, Parquet reads, schema checks, row labels (torch-free)."""
+"""Loading a results folder: run folders, schema checks, row labels (torch-free); the files are read through the
+rule of `clbench.run_files` (`clbench.report.reading`)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,9 @@ import dataclasses
 import os
 import shlex
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,7 @@ from clbench import metrics
 from clbench.errors import ResultsError
 from clbench.report.formatting import format_seeds
 from clbench.report.labels import method_labels
+from clbench.report.reading import FileDamage, damaged_beside, read_parquet_files, read_run_files
 from clbench.results import (
     ACCURACY_FILE,
     CLASS_LOSS_DEFAULT,
@@ -28,15 +29,10 @@ from clbench.results import (
     TEST,
     DamagedFileError,
     check_schema,
-    parse_run_file,
     read_run_file,
     runs_evaluation,
     select_split,
 )
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-
 
 REFERENCES = ("joint", "random")
 DOMAIN = "domain"
@@ -84,6 +80,9 @@ class Results:
         run_files: every readable run.json, by run folder (`run_file` reads them by run id).
         damaged: (run folder, what is damaged) of the runs left out because a file cannot be read: an accuracy
             file that is truncated, empty or without rows, a run.json that is not a JSON object.
+        damaged_files: the damaged files of the runs kept (`clbench.report.reading.FileDamage`: a curve, a monitoring
+            table, the evaluation file, the manifest), left out of `files`, so that only what depends on them is
+            left out.
         files: the file names in every run folder, by run id (to find monitoring tables without stat calls).
         info: `runs` as one dict per run id (fast look-ups in loops over runs).
         spec_argument: how the user named the benchmark when it is not a shipped spec (its spec file, as given),
@@ -109,6 +108,7 @@ class Results:
     full_matrices: dict[str, tuple[np.ndarray, np.ndarray]] | None = None  # `full_matrix`'s, built on first use
     sizes: dict[str, dict[int, float]] | None = None  # `test_sizes`' samples per run and task, built on first use
     curves: dict[str, pd.DataFrame] = field(default_factory=dict)  # `statistics.run_curve`'s files, read on first use
+    damaged_files: list[FileDamage] = field(default_factory=list)
 
     def unmeasured(self, run_id: str) -> str | None:
         """Why a finished run has no rows of the chosen split and evaluation, in a table cell's words; None if it has
@@ -171,6 +171,12 @@ class Results:
         except DamagedFileError:
             return None
 
+    def damage_of(self, run_id: str, name: str) -> FileDamage | None:
+        """The damage of a run's file `name` (e.g. curve.parquet) that the report left out, or None."""
+        folder = self.folder(run_id)
+        return next((damage for damage in self.damaged_files if damage.folder == folder and damage.name == name),
+                    None)
+
     @property
     def missing_seeds(self) -> list[int]:
         """The seeds `--seeds` asked for that no run (finished or not) of the benchmark has."""
@@ -227,65 +233,6 @@ def run_folders(results_dir: Path, benchmark: str) -> dict[Path, set[str]]:
     return folders
 
 
-def read_parquet_files(paths: Sequence[Path], columns: Sequence[tuple[str, str]],
-                       damaged: dict[Path, str] | None = None) -> pd.DataFrame:
-    """Many Parquet files as one DataFrame, read by a small thread pool (one footer parse per file).
-
-    Only `columns` ((name, arrow type alias) pairs) are read, each cast to its type: a column that is all null
-    in one file, or absent from it, reads as null. (A thread pool over `ParquetFile.read` measured 0.37 s for
-    1,000 run files against 0.64 s for one `pyarrow.dataset` read; `tools/bench_report.py`.) With `damaged`, a
-    file that cannot be read or has no rows is left out and recorded there (path -> what is wrong) instead of
-    raising.
-    """
-    import pyarrow as pa
-
-    schema = pa.schema([(name, pa.type_for_alias(kind)) for name, kind in columns])
-    with ThreadPoolExecutor(READ_THREADS) as pool:
-        read = list(pool.map(lambda path: _read_or_problem(path, schema.names, damaged is not None), paths))
-    tables = []
-    for path, (table, problem) in zip(paths, read):
-        if problem is not None and damaged is not None:
-            damaged[path] = problem
-        elif table is not None:
-            tables.append(table)
-    if not tables:
-        return pd.DataFrame({name: pd.Series(dtype=_pandas_dtype(kind)) for name, kind in columns})
-    table = pa.concat_tables(tables, promote_options="permissive")  # absent columns become nulls
-    arrays = [table.column(field.name).cast(field.type) if field.name in table.column_names
-              else pa.nulls(table.num_rows, field.type) for field in schema]
-    return pa.Table.from_arrays(arrays, schema=schema).to_pandas()
-
-
-READ_THREADS = 4
-
-
-def _read_or_problem(path: Path, names: Sequence[str], tolerant: bool) -> tuple[pa.Table | None, str | None]:
-    """(table, None), or (None, what is wrong) when `tolerant` and the file cannot be read or has no rows."""
-    import pyarrow as pa
-
-    if not tolerant:
-        return _read_columns(path, names), None
-    try:
-        table = _read_columns(path, names)
-    except (OSError, ValueError, pa.ArrowException) as error:
-        return None, f"{path} is damaged: not a readable Parquet file ({error})"
-    return (None, f"{path} is damaged: it has no rows") if table.num_rows == 0 else (table, None)
-
-
-def _read_columns(path: Path, names: Sequence[str]) -> pa.Table:
-    """The columns `names` that one Parquet file has (its footer is parsed once)."""
-    import pyarrow.parquet as pq
-
-    parquet = pq.ParquetFile(path)
-    present = set(parquet.schema_arrow.names)
-    return parquet.read(columns=[name for name in names if name in present], use_threads=False,
-                        use_pandas_metadata=False)
-
-
-def _pandas_dtype(kind: str) -> str:
-    return {"int64": "int64", "double": "float64"}.get(kind, "object")
-
-
 def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None = None,
                  spec_argument: str | None = None, evaluation: str | None = TASK_AWARE,
                  split: str = TEST) -> Results:
@@ -304,9 +251,9 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     folders = run_folders(root, benchmark)
     run_files, damaged = read_run_files([folder for folder, files in folders.items() if RUN_FILE in files])
     finished = [folder for folder, files in folders.items() if ACCURACY_FILE in files and folder not in damaged]
-    damaged_files: dict[Path, str] = {}
-    frame = read_parquet_files([folder / ACCURACY_FILE for folder in finished], READ_COLUMNS, damaged_files)
-    damaged |= {path.parent: problem for path, problem in damaged_files.items()}
+    unreadable: dict[Path, str] = {}
+    frame = read_parquet_files([folder / ACCURACY_FILE for folder in finished], READ_COLUMNS, unreadable)
+    damaged |= {path.parent: problem for path, problem in unreadable.items()}
     _check_schema_versions(frame, root, benchmark)
     frame["evaluation"] = frame["evaluation"].fillna(TASK_AWARE)  # schema 1: task-aware rows only
     frame["scenario"] = frame["scenario"].fillna("task")
@@ -329,13 +276,16 @@ def load_results(results_dir: Path, benchmark: str, seeds: Sequence[int] | None 
     runs["folder"] = [str(root / benchmark / run_id.split("/", 1)[-1]) for run_id in runs.index]
     labels = method_labels(runs, _stored_configs(runs, run_files))
     runs["label"] = [labels[(method, config)] for method, config in zip(runs["method"], runs["config_hash"])]
-    files = {run_id: folders.get(Path(folder), set()) for run_id, folder in zip(runs.index, runs["folder"])}
+    beside = damaged_beside({Path(folder): folders.get(Path(folder), set()) for folder in runs["folder"]})
+    files = {run_id: folders.get(Path(folder), set()) - {damage.name for damage in beside
+                                                          if damage.folder == Path(folder)}
+             for run_id, folder in zip(runs.index, runs["folder"])}
     info = runs.to_dict("index")
     frame = select_split(frame, split).reset_index(drop=True)
     chosen = _learned_rows(frame, evaluation)
     return Results(root, benchmark, chosen, runs, metrics.accuracy_matrices(chosen), incomplete, files, info,
                    spec_argument, None if seeds is None else tuple(seeds), present, run_files, sorted(damaged.items()),
-                   frame, evaluation, split)
+                   frame, evaluation, split, damaged_files=beside)
 
 
 def _stored_configs(runs: pd.DataFrame, run_files: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -388,22 +338,6 @@ def _check_schema_versions(frame: pd.DataFrame, root: Path, benchmark: str) -> N
     if not bad.empty:
         run_id = bad["run_id"].iloc[0]
         check_schema(bad[bad["run_id"] == run_id], root / benchmark / str(run_id).split("/", 1)[-1] / ACCURACY_FILE)
-
-
-def read_run_files(folders: Sequence[Path]) -> tuple[dict[str, dict[str, Any]], dict[Path, str]]:
-    """The run.json of each folder (by folder, as text), read by a thread pool, and the damaged ones (folder ->
-    what is wrong: not JSON, not a JSON object)."""
-    def read(folder: Path) -> dict[str, Any] | str:
-        try:
-            return parse_run_file(folder / RUN_FILE)
-        except DamagedFileError as error:
-            return str(error)
-
-    with ThreadPoolExecutor(READ_THREADS) as pool:
-        contents = list(pool.map(read, folders))
-    parsed = {str(folder): content for folder, content in zip(folders, contents) if isinstance(content, dict)}
-    damaged = {folder: content for folder, content in zip(folders, contents) if isinstance(content, str)}
-    return parsed, damaged
 
 
 def nothing_to_report(results_dir: Path, benchmarks: Sequence[str], seeds: Sequence[int] | None = None) -> str | None:

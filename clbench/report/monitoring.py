@@ -20,7 +20,8 @@ import pandas as pd
 
 from clbench.errors import ResultsError
 from clbench.report.formatting import Table, format_seeds, plain
-from clbench.report.loading import Results, read_parquet_files
+from clbench.report.loading import Results
+from clbench.report.reading import read_parquet_files
 
 RUN_JSON_KEY = "monitoring_reporter"
 

@@ -11,6 +11,7 @@ from clbench import metrics
 from clbench.report.commands import stored_overrides, train_command
 from clbench.report.formatting import format_seeds
 from clbench.report.loading import DOMAIN, REFERENCES, Results
+from clbench.report.reading import FileDamage
 from clbench.results import EVALUATIONS, TEST, scenario_evaluation
 
 
@@ -127,17 +128,34 @@ def rerun_command(results: Results, method: str, seed: object, overrides: object
     return f"`{command}`" if listed is not None else f"`{command}` (with the same --set options)"
 
 
-def damaged_notes(results: Results) -> list[str]:
-    """One note per run left out because a file of it is damaged, naming the file and the command that re-runs
-    it (from its last readable checkpoint)."""
+def damaged_notes(results: Results, method: str | None = None, kinds: tuple[str, ...] | None = None) -> list[str]:
+    """One note per run left out because its accuracy file or run.json is damaged, and one per damaged file of a
+    run kept (`Results.damaged_files`: what depends on it is left out), each naming the file and the command that
+    remakes it (`clbench.run_files`); only `method`'s runs, and of the files kept only those of `kinds`, if given."""
     notes = []
     for folder, problem in results.damaged:
-        method, seed = folder.parent.parent.name, folder.name.removeprefix("seed-")
+        owner, seed = folder.parent.parent.name, folder.name.removeprefix("seed-")
+        if method is not None and owner != method:
+            continue
         overrides = results.run_files.get(str(folder), {}).get("overrides")
-        notes.append(f"left out {results.benchmark}/{method}/{folder.parent.name}/{folder.name}: {problem}; "
-                     f"{rerun_command(results, method, seed, overrides)} re-runs it from its last readable "
+        notes.append(f"left out {results.benchmark}/{owner}/{folder.parent.name}/{folder.name}: {problem}; "
+                     f"{rerun_command(results, owner, seed, overrides)} re-runs it from its last readable "
                      f"checkpoint")
-    return notes
+    return notes + [damaged_file_note(results, damage) for damage in results.damaged_files
+                    if (method is None or damage.folder.parent.parent.name == method)
+                    and (kinds is None or (damage.kind is not None and damage.kind.name in kinds))]
+
+
+def damaged_file_note(results: Results, damage: FileDamage) -> str:
+    """`<file> is damaged: <why>; left out: <what depends on it>; <command> remakes it` for a damaged file of a run
+    the report keeps: `clbench train` (from the run's last good checkpoint) or `clbench evaluate`."""
+    folder = damage.folder
+    method, seed = folder.parent.parent.name, folder.name.removeprefix("seed-")
+    command = rerun_command(results, method, seed, results.run_files.get(str(folder), {}).get("overrides"))
+    if damage.remade_by == "evaluate":
+        command = command.replace("`clbench train ", "`clbench evaluate ", 1)
+    how = " from the run's last good checkpoint" if damage.remade_by == "train" else ""
+    return f"{damage.problem}; left out: {damage.leaves_out}; {command} remakes it{how}"
 
 
 def seed_filter_notes(results: Results) -> list[str]:

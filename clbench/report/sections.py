@@ -11,6 +11,7 @@ from pathlib import Path
 from clbench.report.formatting import Table
 from clbench.report.loading import Results
 from clbench.report.monitoring import MonitoringReporter
+from clbench.report.notes import damaged_notes
 from clbench.report.render import render_tables
 
 Section = tuple[str, str, str]  # (benchmark, kind, text)
@@ -26,9 +27,19 @@ def monitoring_text(reporter: MonitoringReporter, results: Results, fmt: str) ->
 
 def monitoring_sections(benchmark: str, results: Results, reporters: Sequence[MonitoringReporter],
                         fmt: str) -> list[Section]:
-    """One section per reporter with text, its kind the reporter's method name."""
-    texts = [(reporter.method, monitoring_text(reporter, results, fmt)) for reporter in reporters]
+    """One section per reporter with text, its kind the reporter's method name; a run's damaged monitoring table is
+    left out of it, named under it (`damaged_monitoring_text`)."""
+    texts = [(reporter.method, monitoring_text(reporter, results, fmt) + damaged_monitoring_text(reporter, results,
+                                                                                                   fmt))
+             for reporter in reporters]
     return [(benchmark, method, text) for method, text in texts if text]
+
+
+def damaged_monitoring_text(reporter: MonitoringReporter, results: Results, fmt: str) -> str:
+    """The notes naming the reporter's runs left out for a damaged file and their damaged monitoring tables (left out
+    of its tables), with the command that remakes each (`clbench.run_files`); "" when there are none, and in csv."""
+    notes = damaged_notes(results, reporter.method, kinds=("monitoring",))
+    return render_tables([Table([], [], notes=notes)], fmt) if notes and fmt != "csv" else ""
 
 
 def no_monitoring_sections(benchmark: str, results: Results, reporters: Sequence[MonitoringReporter],

@@ -18,7 +18,9 @@ from clbench.errors import ResultsError
 from clbench.metric_registry import METRICS, Metric, split_refusal
 from clbench.report.commands import stored_overrides, train_command
 from clbench.report.loading import DOMAIN, REFERENCES, Results
+from clbench.report.notes import damaged_file_note
 from clbench.results import CURVE_FILE
+from clbench.run_files import read_run_parquet
 
 CONFIDENCE = 0.95
 NO_CURVE = ("no continual-evaluation curve, which the curve metrics need: train with `--set training.eval_every=K` "
@@ -173,6 +175,9 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
                      f"before each task is learned, which this run did not store (results schema 1, or an approach "
                      f"that cannot predict a task it has not learned, such as pathnet); re-run it with --force")
         return None
+    if "curve" in metric.inputs and inputs.curve is None and (damage := results.damage_of(run_id, CURVE_FILE)):
+        notes.append(damaged_file_note(results, damage))  # one note per file, whichever metric needs it
+        return None
     if "curve" in metric.inputs and inputs.curve is None:
         notes.append(f"left out {run_id}: {NO_CURVE}")
         return None
@@ -253,7 +258,7 @@ def run_curve(results: Results, run_id: str) -> pd.DataFrame | None:
     if CURVE_FILE not in results.files.get(run_id, set()):
         return None
     if run_id not in results.curves:  # read once per report: every curve metric and table asks for it
-        results.curves[run_id] = pd.read_parquet(results.folder(run_id) / CURVE_FILE)
+        results.curves[run_id] = read_run_parquet(results.folder(run_id) / CURVE_FILE)  # checked at loading
     curve = results.curves[run_id]
     if results.info[run_id].get("scenario") == DOMAIN:
         return curve

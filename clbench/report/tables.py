@@ -82,6 +82,7 @@ def build_report(results_dir: Path, benchmark: str, metric: str = "forgetting-ra
     report.notes += seed_coverage_notes(report.seeds)
     report.notes += references_only_note(results, keep, set(per_label) | set(report.unmeasured))
     report.notes += monitoring_table_notes(results)
+    report.notes = list(dict.fromkeys(report.notes))  # a damaged file is named once, whichever metric needs it
     return report
 
 

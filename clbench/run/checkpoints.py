@@ -20,15 +20,23 @@ import torch
 from clbench.approaches.base import Approach
 from clbench.data.batches import TaskSequence
 from clbench.errors import ClbenchError
-from clbench.results import SCHEMA_VERSION, SPLITS, TEST, VALIDATION, DamagedFileError, atomic_write_bytes
+from clbench.results import SCHEMA_VERSION, SPLITS, TEST, VALIDATION, DamagedFileError
 from clbench.run.plan import RunPlan
-from clbench.run.rows import evaluate_stage_rows
+from clbench.run.rows import evaluate_stage_rows, store_monitoring
+from clbench.run_files import (
+    CHECKPOINT_FOLDER,
+    damaged_paths,
+    forget_run_file,
+    read_run_file_bytes,
+    run_file_problem,
+    write_run_file,
+)
 
 log = logging.getLogger(__name__)
 
 
 def checkpoint_path(run_dir: Path, stage: int) -> Path:
-    return Path(run_dir) / "checkpoints" / f"stage-{stage + 1:02d}.pt"
+    return Path(run_dir) / CHECKPOINT_FOLDER / f"stage-{stage + 1:02d}.pt"
 
 
 def save_checkpoint(run_dir: Path, stage: int, approach: Approach, rows: list[dict[str, Any]],
@@ -42,7 +50,7 @@ def save_checkpoint(run_dir: Path, stage: int, approach: Approach, rows: list[di
         payload["cuda_rng"] = torch.cuda.get_rng_state(approach.device)
     buffer = io.BytesIO()
     torch.save(payload, buffer)
-    atomic_write_bytes(checkpoint_path(run_dir, stage), buffer.getvalue())
+    write_run_file(checkpoint_path(run_dir, stage), buffer.getvalue())
 
 
 def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int, damaged: list[str] | None = None,
@@ -116,29 +124,64 @@ def upgraded_rows(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage:
     return rows
 
 
+def remake_monitoring(plan: RunPlan, approach: Approach, tasks: TaskSequence, stages: int,
+                      header: dict[str, Any]) -> None:
+    """Write the approach's monitoring tables of stages 0..stages-1 again, each from its stage's checkpoint (a run
+    resumed with a damaged monitoring table: `clbench.run_files`). Leaves `approach` at checkpoint `stages - 1`,
+    the one it was resumed from, with torch's random streams as they were."""
+    streams = torch.get_rng_state(), torch.cuda.get_rng_state(approach.device) if approach.device.type == "cuda" \
+        else None
+    for path, _ in damaged_paths(plan.run_dir, ("monitoring",)):  # made again from stage 1, not appended to
+        forget_run_file(path)
+    for stage in range(stages):
+        approach.load_state(load_checkpoint(plan.run_dir, stage)["approach"])
+        store_monitoring(plan, approach, tasks, stage, header)
+    torch.set_rng_state(streams[0])
+    if streams[1] is not None:
+        torch.cuda.set_rng_state(streams[1], approach.device)
+
+
 def last_readable_checkpoint(run_dir: Path, n_tasks: int,
                              damaged: list[str]) -> tuple[int, dict[str, Any]] | None:
-    """(stage, checkpoint) of the last checkpoint that can be read, or None; damaged ones are appended to
-    `damaged` (and logged) on the way down."""
-    for stage in reversed(range(n_tasks)):
+    """(stage, checkpoint) of the last good checkpoint before the first damaged one (`clbench.run_files`: the stages
+    from the damaged one on are trained again, which remakes it), or None; damaged ones are appended to `damaged`
+    (unless named there already) and logged."""
+    first_bad = n_tasks
+    for stage in range(n_tasks):
+        path = checkpoint_path(run_dir, stage)
+        problem = run_file_problem(path) if path.is_file() else None
+        if problem is not None:
+            _name_damaged(f"checkpoint {problem}", path, damaged)
+            first_bad = stage
+            break
+    for stage in reversed(range(first_bad)):
         if not checkpoint_path(run_dir, stage).is_file():
             continue
         try:
             return stage, load_checkpoint(run_dir, stage)
         except DamagedFileError as error:
-            log.warning("%s; falling back to the previous stage's checkpoint", error)
-            damaged.append(str(error))
+            _name_damaged(str(error), checkpoint_path(run_dir, stage), damaged)
     return None
+
+
+def _name_damaged(problem: str, path: Path, damaged: list[str]) -> None:
+    log.warning("%s; falling back to the previous stage's checkpoint", problem)
+    if not any(str(path) in known for known in damaged):
+        damaged.append(problem)
 
 
 def load_checkpoint(run_dir: Path, stage: int) -> dict[str, Any]:
     """The checkpoint after task `stage`; ClbenchError if there is none, DamagedFileError naming it if it cannot
-    be read (truncated, not a checkpoint)."""
+    be read (truncated, emptied, not the bytes written: `clbench.run_files.read_run_file_bytes`; not a checkpoint)."""
     path = checkpoint_path(run_dir, stage)
     if not path.is_file():
         raise ClbenchError(f"no checkpoint {path}: train the run first (`clbench train`)")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        data = read_run_file_bytes(path)
+    except DamagedFileError as error:
+        raise DamagedFileError(f"checkpoint {error}") from None
+    try:
+        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile) as error:
         raise DamagedFileError(f"checkpoint {path} is damaged: {type(error).__name__}: "
                                f"{str(error).splitlines()[0] if str(error) else 'unreadable'}") from None

@@ -28,8 +28,9 @@ import torch
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import StepInfo
 from clbench.data.batches import LabelledData, TaskSequence
-from clbench.results import CURVE_FILE, atomic_write_bytes, parquet_bytes
+from clbench.results import CURVE_FILE, parquet_bytes
 from clbench.run.plan import RunPlan
+from clbench.run_files import write_run_file
 from clbench.seeding import torch_generator
 
 STEP, END = "step", "end"
@@ -117,7 +118,8 @@ def curve_recorder(plan: RunPlan, approach: Approach, tasks: TaskSequence) -> Cu
 
 
 def write_curve(run_dir: Path, run_id: str, rows: list[dict[str, Any]]) -> None:
-    """`curve.parquet` in the run folder, atomically (one row per point, task and evaluation)."""
+    """`curve.parquet` in the run folder, atomically and recorded (one row per point, task and evaluation;
+    `clbench.run_files.write_run_file`)."""
     import pandas as pd
 
-    atomic_write_bytes(Path(run_dir) / CURVE_FILE, parquet_bytes(pd.DataFrame(rows), {"run_id": run_id}))
+    write_run_file(Path(run_dir) / CURVE_FILE, parquet_bytes(pd.DataFrame(rows), {"run_id": run_id}))

@@ -39,17 +39,11 @@ from clbench.results import (
     EVALUATION_FILE,
     RUN_FILE,
     SCHEMA_VERSION,
-    DamagedFileError,
     RunStatus,
-    atomic_write_bytes,
-    damaged_run_files,
-    is_complete,
     machine_provenance,
-    read_run_file,
     utc_now,
-    write_json,
 )
-from clbench.run.checkpoints import resume_from_checkpoint, save_checkpoint, upgraded_rows
+from clbench.run.checkpoints import remake_monitoring, resume_from_checkpoint, save_checkpoint, upgraded_rows
 from clbench.run.curve import CurveRecorder, curve_recorder, write_curve
 from clbench.run.interrupts import interrupts_held
 from clbench.run.locking import held_lock, lock_holder
@@ -63,6 +57,17 @@ from clbench.run.rows import (
     store_monitoring,
 )
 from clbench.run.shared_tasks import SharedTasks
+from clbench.run_files import (
+    CHECKPOINT_FOLDER,
+    TRAIN_KINDS,
+    damaged_files,
+    forget_run_file,
+    is_complete,
+    previous_run_json,
+    record_again,
+    write_run_file,
+    write_run_json,
+)
 from clbench.seeding import seed_global_torch
 
 log = logging.getLogger(__name__)
@@ -171,7 +176,7 @@ def check_code(plan: RunPlan, force: bool = False) -> None:
                            f"({code_text(planned)}, now {code_text(loaded)}): run the command again")
     if force:
         return
-    stored = _previous_run_file(plan.run_dir)
+    stored = previous_run_json(plan.run_dir)
     config = stored.get("config")
     started = config.get("code") if isinstance(config, dict) else None
     if config is not None and started != planned:
@@ -183,9 +188,9 @@ def check_code(plan: RunPlan, force: bool = False) -> None:
 def discard_progress(run_dir: Path) -> None:
     """Forget a run's accuracies, evaluations, curve and checkpoints (`--force`), so no stale stage is resumed."""
     for name in (ACCURACY_FILE, EVALUATION_FILE, CURVE_FILE):
-        (run_dir / name).unlink(missing_ok=True)
-    for path in (run_dir / "checkpoints").glob("stage-*.pt"):
-        path.unlink()
+        forget_run_file(run_dir / name)
+    for path in (run_dir / CHECKPOINT_FOLDER).glob("stage-*.pt"):
+        forget_run_file(path)
 
 
 def remove_stale_temporaries(run_dir: Path) -> None:
@@ -199,42 +204,35 @@ def _execute_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader, 
                     loggers: Sequence[str] = (), shared: SharedTasks | None = None) -> RunOutcome:
     start = time.perf_counter()
     remove_stale_temporaries(plan.run_dir)
-    damaged = damaged_run_files(plan.run_dir)
+    damaged = damaged_files(plan.run_dir, TRAIN_KINDS, thorough=False)
     for problem in damaged:
         log.warning("%s; the run is treated as unfinished", problem)
+    record_again(plan.run_dir)  # a damaged manifest: made again from the files that pass their form's check
     header = _run_header(plan, machine_provenance(str(device), str(torch.__version__), torch.version.cuda))
     header["damaged_files"] = damaged
     try:
-        write_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.RUNNING})
+        write_run_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.RUNNING})
         rows = _run_sequence(plan, device, loader, observer, header, loggers, shared)
         finished, encoded = encoded_rows(plan, rows)
     except BaseException as error:
         if shared is not None:  # its caches may be half filled: the next run builds its own
             shared.forget()
         status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
-        write_json(plan.run_dir / RUN_FILE, {**header, "status": status, "finished_utc": utc_now(),
-                                             "error": f"{type(error).__name__}: {error}",
-                                             "traceback": traceback.format_exc()})
+        write_run_json(plan.run_dir / RUN_FILE, {**header, "status": status, "finished_utc": utc_now(),
+                                                 "error": f"{type(error).__name__}: {error}",
+                                                 "traceback": traceback.format_exc()})
         raise
     seconds = time.perf_counter() - start
     with interrupts_held():  # the rows and `complete` land together; a Ctrl-C meanwhile takes effect after both
-        atomic_write_bytes(plan.run_dir / ACCURACY_FILE, encoded)
-        write_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.COMPLETE, "finished_utc": finished,
-                                             "seconds": seconds})
+        write_run_file(plan.run_dir / ACCURACY_FILE, encoded)
+        write_run_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.COMPLETE,
+                                                 "finished_utc": finished, "seconds": seconds})
     return RunOutcome(plan, RunStatus.DONE, rows, seconds=seconds, resumed_after_stage=header["resumed_after_stage"],
                       damaged=tuple(header["damaged_files"]))
 
 
-def _previous_run_file(run_dir: Path) -> dict[str, Any]:
-    """The run.json an earlier attempt left ({} if none, or if it is damaged: `damaged_run_files` names it)."""
-    try:
-        return read_run_file(run_dir) or {}
-    except DamagedFileError:
-        return {}
-
-
 def _run_header(plan: RunPlan, provenance: dict[str, Any]) -> dict[str, Any]:
-    previous = _previous_run_file(plan.run_dir)
+    previous = previous_run_json(plan.run_dir)
     return {"schema_version": SCHEMA_VERSION, "run_id": plan.run_id, "benchmark": plan.spec.name,
             "variant": plan.spec.variant, "method": plan.method, "seed": plan.seed,
             "config_hash": plan.config_hash, "data_hash": plan.data_hash,
@@ -259,13 +257,15 @@ def _run_sequence(plan: RunPlan, device: torch.device, loader: DatasetLoader, ob
                                                upgrade=lambda stage, old: upgraded_rows(plan, approach, tasks, stage,
                                                                                         old, header),
                                                curve=None if recorder is None else recorder.load_state)
+    if first_stage and damaged_files(plan.run_dir, ("monitoring",)):  # its rows of the stages kept: from checkpoints
+        remake_monitoring(plan, approach, tasks, first_stage, header)
     run_log = open_run_loggers(plan, loggers, first_stage, rows, approach.log_scalars)
     try:
         if first_stage == 0:
             rows = evaluate_stage_rows(plan, approach, tasks, -1, None, header)
             run_log.stage_evaluated(0, rows)
         header.update(resumed_after_stage=first_stage or None)
-        write_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.RUNNING})
+        write_run_json(plan.run_dir / RUN_FILE, {**header, "status": RunStatus.RUNNING})
         observer.run_started(plan, tasks.names)
         if first_stage:
             observer.run_resumed(plan, first_stage - 1)

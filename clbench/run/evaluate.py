@@ -10,26 +10,43 @@ import torch
 from clbench.approaches.registry import method_argument
 from clbench.data.tasks import DatasetLoader
 from clbench.errors import ClbenchError
-from clbench.results import EVALUATION_FILE, machine_provenance, read_run_file, utc_now
+from clbench.results import EVALUATION_FILE, RUN_FILE, DamagedFileError, machine_provenance, utc_now
 from clbench.run.checkpoints import checkpoint_path, load_checkpoint
 from clbench.run.engine import build_approach
+from clbench.run.locking import held_lock, lock_holder
 from clbench.run.plan import RunPlan
 from clbench.run.rows import evaluate_stage_rows, write_rows
 from clbench.run.shared_tasks import SharedTasks
+from clbench.run_files import CHECKPOINT_FOLDER, read_run_json, run_file_problem
 from clbench.spec import command_argument
 
 
 def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader,
                shared: SharedTasks | None = None) -> list[dict[str, Any]]:
     """Recompute the test and validation rows of every stage from the run's checkpoints (`clbench evaluate`);
-    `shared`: the task sequence of the last run evaluated, used when this run's data is the same."""
-    stored = read_run_file(plan.run_dir)
-    if stored is None:
-        results_dir = shlex.quote(str(plan.run_dir.parents[3]))
-        raise ClbenchError(f"no run at {plan.run_dir}: train it first with `clbench train "
-                           f"{command_argument(plan.spec)} -m {shlex.quote(method_argument(plan.method))} "
-                           f"--seeds {plan.seed} --results "
-                           f"{results_dir}` (with the same --set options)")
+    `shared`: the task sequence of the last run evaluated, used when this run's data is the same. Holds the run's
+    lock (a run being trained is refused); its files are read through `clbench.run_files` (DamagedFileError naming a
+    damaged one)."""
+    if not (plan.run_dir / RUN_FILE).is_file():
+        raise ClbenchError(f"no run at {plan.run_dir}: train it first with `{train_command(plan)}`")
+    with held_lock(plan.run_dir) as locked:
+        if not locked:
+            raise ClbenchError(f"{plan.run_id} is being trained ({lock_holder(plan.run_dir)}): evaluate it when it "
+                               f"has finished")
+        return _reevaluate_locked(plan, device, loader, shared)
+
+
+def _reevaluate_locked(plan: RunPlan, device: torch.device, loader: DatasetLoader,
+                       shared: SharedTasks | None) -> list[dict[str, Any]]:
+    try:
+        stored = read_run_json(plan.run_dir / RUN_FILE)
+        damaged = [problem for path in sorted((plan.run_dir / CHECKPOINT_FOLDER).glob("stage-*.pt"))
+                   if (problem := run_file_problem(path)) is not None]
+    except DamagedFileError as error:
+        damaged = [str(error)]
+    if damaged:
+        raise DamagedFileError(f"{'; '.join(damaged)}: `{train_command(plan)}` remakes it from the run's last good "
+                               f"checkpoint, then evaluate it again")
     tasks = (shared or SharedTasks()).tasks_for(plan, loader, device)
     approach = build_approach(plan, tasks, device)
     header = {**stored, **machine_provenance(str(device), str(torch.__version__), torch.version.cuda),
@@ -44,3 +61,10 @@ def reevaluate(plan: RunPlan, *, device: torch.device, loader: DatasetLoader,
         rows.extend(evaluate_stage_rows(plan, approach, tasks, stage, None, header))
     write_rows(plan, EVALUATION_FILE, rows)
     return rows
+
+
+def train_command(plan: RunPlan) -> str:
+    """The `clbench train` command of one run, with its `--set` options, into its results folder."""
+    sets = "".join(f" --set {shlex.quote(text)}" for text in plan.overrides)
+    return (f"clbench train {command_argument(plan.spec)} -m {shlex.quote(method_argument(plan.method))} --seeds "
+            f"{plan.seed}{sets} --results {shlex.quote(str(plan.run_dir.parents[3]))}")

@@ -22,15 +22,14 @@ from clbench.results import (
     SPLITS,
     TEST,
     accuracy_frame,
-    atomic_write_bytes,
     inside,
     parquet_bytes,
     row_split,
     scenario_evaluation,
     utc_now,
-    write_parquet,
 )
 from clbench.run.plan import RunPlan
+from clbench.run_files import read_run_file_bytes, write_run_file, write_run_parquet
 
 
 def learned_accuracies(stage_rows: Sequence[dict[str, Any]], evaluation: str = TASK_AWARE) -> list[float]:
@@ -99,9 +98,10 @@ def encoded_rows(plan: RunPlan, rows: list[dict[str, Any]]) -> tuple[str, bytes]
 
 
 def write_rows(plan: RunPlan, file_name: str, rows: list[dict[str, Any]]) -> str:
-    """Stamp the rows with the finishing time and write them atomically to the run folder; returns the time."""
+    """Stamp the rows with the finishing time and write them to the run folder (atomically and recorded:
+    `clbench.run_files.write_run_file`); returns the time."""
     finished, encoded = encoded_rows(plan, rows)
-    atomic_write_bytes(plan.run_dir / file_name, encoded)
+    write_run_file(plan.run_dir / file_name, encoded)
     return finished
 
 
@@ -136,7 +136,10 @@ def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, t
 
 def store_monitoring(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int,
                      header: dict[str, Any]) -> None:
-    """Append the approach's monitoring tables for this stage to `<table>.parquet` in the run folder."""
+    """Append the approach's monitoring tables for this stage to `<table>.parquet` in the run folder (the earlier
+    stages' rows read and written through `clbench.run_files`)."""
+    import io
+
     import pandas as pd
 
     for name, table_rows in approach.monitoring(stage, tasks).items():
@@ -146,9 +149,9 @@ def store_monitoring(plan: RunPlan, approach: Approach, tasks: TaskSequence, sta
             frame.insert(0, column, header[column])
         path = monitoring_path(plan.run_dir, name)
         if path.is_file() and stage > 0:
-            previous = pd.read_parquet(path)
+            previous = pd.read_parquet(io.BytesIO(read_run_file_bytes(path)))
             frame = pd.concat([previous[previous["stage"] < stage + 1], frame], ignore_index=True)
-        write_parquet(path, frame, {"run_id": plan.run_id, "table": name})
+        write_run_parquet(path, frame, {"run_id": plan.run_id, "table": name})
 
 
 def monitoring_path(run_dir: Path, table: str) -> Path:

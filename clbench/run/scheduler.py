@@ -24,10 +24,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clbench.data.tasks import DatasetLoader
-from clbench.results import RunStatus, is_complete
+from clbench.results import RunStatus
 from clbench.run.engine import RunObserver, RunOutcome
 from clbench.run.plan import RunPlan
 from clbench.run.shared_tasks import SharedTasks, data_key, grouped_by_data
+from clbench.run_files import damaged_files, is_complete
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -127,7 +128,8 @@ def already_finished(requests: Iterable[RunRequest]) -> tuple[list[RunRequest], 
     to_run, skipped = [], []
     for request in requests:
         if not request.force and is_complete(request.plan.run_dir):
-            skipped.append(RunOutcome(request.plan, RunStatus.SKIPPED))
+            evaluation = damaged_files(request.plan.run_dir, ("evaluation",))  # `evaluate` remakes it, not train
+            skipped.append(RunOutcome(request.plan, RunStatus.SKIPPED, damaged=tuple(evaluation)))
         else:
             to_run.append(request)
     return to_run, skipped

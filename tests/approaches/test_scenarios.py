@@ -8,6 +8,7 @@ store task-aware rows only. Old results keep their identity: `data.scenario: tas
 from __future__ import annotations
 
 import dataclasses
+import io
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +26,7 @@ from clbench.errors import ClbenchError
 from clbench.run.checkpoints import checkpoint_path, load_checkpoint
 from clbench.run.engine import execute
 from clbench.run.plan import plan_runs
+from clbench.run_files import write_run_file
 from clbench.spec import load_benchmark
 
 CPU = torch.device("cpu")
@@ -154,6 +156,7 @@ def test_a_run_checkpointed_by_an_earlier_clbench_resumes_with_the_whole_matrix(
     assert len(old_rows) == 1  # what schema 1 stored after task 1
     old_rows[0]["stage_epochs"] = 99  # the training log of the old rows is kept
     torch.save({**checkpoint, "rows": old_rows}, checkpoint_path(plan.run_dir, 0))
+    (plan.run_dir / "manifest.json").unlink()  # an earlier clbench wrote none
 
     resumed = execute(plan, device=CPU, loader=synthetic_loader(n_train=160, n_test=60))
 
@@ -175,6 +178,7 @@ def test_a_run_checkpointed_before_validation_rows_resumes_with_them(tmp_path: P
     assert len(old_rows) == 2 * 3 * 2  # what schema 2 stored after task 1: stages 0-1 x 3 tasks x 2 evaluations
     old_rows[0]["task_name"] = "stored"  # the test rows are kept as the checkpoint holds them, not re-evaluated
     torch.save({**checkpoint, "rows": old_rows}, checkpoint_path(plan.run_dir, 0))
+    (plan.run_dir / "manifest.json").unlink()  # an earlier clbench wrote none
 
     resumed = execute(plan, device=CPU, loader=synthetic_loader(n_train=160, n_test=60))
 
@@ -188,7 +192,9 @@ def test_a_checkpoint_that_misses_a_stage_is_refused(tmp_path: Path) -> None:
     rows = [row for row in checkpoint["rows"] if row["stage"] != 1]
     (outcome.plan.run_dir / "accuracy.parquet").unlink()
     checkpoint_path(outcome.plan.run_dir, 2).unlink()  # resume from the checkpoint after task 2
-    torch.save({**checkpoint, "rows": rows}, checkpoint_path(outcome.plan.run_dir, 1))
+    buffer = io.BytesIO()
+    torch.save({**checkpoint, "rows": rows}, buffer)
+    write_run_file(checkpoint_path(outcome.plan.run_dir, 1), buffer.getvalue())  # a whole file, as written
     with pytest.raises(ClbenchError, match="does not hold stages 0..2"):
         execute(outcome.plan, device=CPU, loader=synthetic_loader(n_train=160, n_test=60))
 

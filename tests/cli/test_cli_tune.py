@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from clbench.cli import app
 from clbench.run.plan import plan_runs
+from clbench.run_files import write_run_parquet
 from clbench.spec import load_benchmark
 from clbench.tuning.tuned_file import read_tuned, read_tuned_file, tuned_path, tuned_sha256
 
@@ -364,7 +365,7 @@ def test_report_tuning_warns_when_test_would_choose_another_point(spec_file: Pat
         rows = pd.read_parquet(path)
         if f"training.lr={loser}" in json.loads(rows["overrides"].iloc[0]):
             rows.loc[rows["split"] == "test", "accuracy"] = 1.0
-            rows.to_parquet(path)
+            write_run_parquet(path, rows)  # through the run-file rule: by hand, it would be a damaged file
     code, output = report_tuning(tmp_path)
     assert code == 0, output
     assert f"the test split would have chosen training.lr={loser}" in flat(output)

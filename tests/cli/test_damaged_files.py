@@ -13,6 +13,7 @@ from filebuilders import constant_images, write_npz
 from resultbuilders import write_run, write_run_json
 from typer.testing import CliRunner
 
+from clbench import run_files
 from clbench.cli import app
 
 runner = CliRunner()
@@ -125,7 +126,9 @@ def test_train_remakes_a_run_whose_accuracy_file_is_truncated(trained: Path) -> 
     assert "1 done" in output and "skipped" not in output and "damaged, so re-made" in output
     header = json.loads((trained / "run.json").read_text())
     assert header["status"] == "complete" and header["resumed_after_stage"] == 2  # from the last checkpoint
-    assert header["damaged_files"][0].startswith(f"{trained / 'accuracy.parquet'} is damaged: not a readable Parquet")
+    size = len((trained / "accuracy.parquet").read_bytes())
+    assert header["damaged_files"] == [f"{trained / 'accuracy.parquet'} is damaged: {size // 2} bytes, not the {size} "
+                                       f"written (truncated or emptied?)"]  # the manifest's record
     assert accuracies(trained) == before
 
 
@@ -142,7 +145,7 @@ def test_the_commands_a_report_prints_for_a_left_out_run_work_when_pasted(troubl
     else:
         (trained / "accuracy.parquet").unlink()
         header = json.loads((trained / "run.json").read_text())
-        (trained / "run.json").write_text(json.dumps({**header, "status": "failed", "error": "RuntimeError: oom"}))
+        run_files.write_run_json(trained / "run.json", {**header, "status": "failed", "error": "RuntimeError: oom"})
     elsewhere = project / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
@@ -161,13 +164,15 @@ def test_the_commands_a_report_prints_for_a_left_out_run_work_when_pasted(troubl
 
 def test_train_remakes_a_run_whose_run_json_is_not_an_object(trained: Path) -> None:
     before = accuracies(trained)
+    size = (trained / "run.json").stat().st_size
     (trained / "run.json").write_text("[]")
     code, output = train(trained.parents[3].parent)
     assert code == 0, output
     assert "1 done" in output and "damaged, so re-made" in output
     header = json.loads((trained / "run.json").read_text())
     assert header["status"] == "complete" and header["resumed_after_stage"] == 2
-    assert header["damaged_files"] == [f"{trained / 'run.json'} is damaged: a JSON list, not an object"]
+    assert header["damaged_files"] == [f"{trained / 'run.json'} is damaged: 2 bytes, not the {size} written "
+                                       f"(truncated or emptied?)"]  # its size in the manifest, not the new run.json
     assert accuracies(trained) == before
 
 
@@ -180,7 +185,7 @@ def test_a_truncated_last_checkpoint_is_named_and_the_previous_one_is_used(train
     header = json.loads((trained / "run.json").read_text())
     assert header["resumed_after_stage"] == 1
     assert len(header["damaged_files"]) == 1
-    assert header["damaged_files"][0].startswith(f"checkpoint {trained / 'checkpoints' / 'stage-02.pt'} is damaged")
+    assert header["damaged_files"][0].startswith(f"{trained / 'checkpoints' / 'stage-02.pt'} is damaged: ")
     assert "damaged, so re-made" in output
     assert accuracies(trained) == before  # the resumed run gives the uninterrupted numbers
 
@@ -191,4 +196,7 @@ def test_evaluate_names_a_truncated_checkpoint(trained: Path) -> None:
     result = runner.invoke(app, ["evaluate", str(project / "my.yaml"), "-m", "sgd", "--seeds", "0", "--results",
                                  str(project / "results"), "--data-dir", str(project / "data"), *TINY])
     assert result.exit_code == 1, result.output  # a damaged stored file: a runtime failure
-    assert f"checkpoint {trained / 'checkpoints' / 'stage-01.pt'} is damaged" in flat(result.output)
+    assert f"{trained / 'checkpoints' / 'stage-01.pt'} is damaged" in flat(result.output)
+    command = (f"clbench train {project / 'my.yaml'} -m sgd --seeds 0 {' '.join(TINY[:4])} --results "
+               f"{project / 'results'}")
+    assert f"`{command}` remakes it from the run's last good checkpoint" in flat(result.output)

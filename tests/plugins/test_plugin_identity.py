@@ -22,6 +22,7 @@ from clbench.cli import app
 from clbench.errors import ClbenchError
 from clbench.run.engine import execute
 from clbench.run.plan import plan_runs
+from clbench.run_files import write_run_json
 from clbench.spec import load_benchmark
 
 runner = CliRunner()
@@ -87,7 +88,7 @@ def test_resuming_a_run_started_by_other_code_is_refused_naming_both_hashes(proj
     header = json.loads(run_file.read_text())
     now = header["config"]["code"]["sha256"]
     header["config"]["code"]["sha256"] = "ab" * 32  # as if another version of the file had started it
-    run_file.write_text(json.dumps({**header, "status": "interrupted"}))
+    write_run_json(run_file, {**header, "status": "interrupted"})  # by hand, it would be a damaged file
     (run_file.parent / "accuracy.parquet").unlink()
     code, output = train(project)
     assert code == 2, output

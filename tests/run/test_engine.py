@@ -18,6 +18,7 @@ from clbench.run.checkpoints import load_checkpoint
 from clbench.run.engine import execute
 from clbench.run.evaluate import reevaluate
 from clbench.run.plan import plan_runs
+from clbench.run_files import write_run_parquet
 
 CPU = torch.device("cpu")
 
@@ -141,7 +142,7 @@ def test_loader_refuses_unknown_schema(tmp_path: Path) -> None:
     path = outcome.plan.run_dir / "accuracy.parquet"
     frame = pd.read_parquet(path)
     frame["schema_version"] = 99
-    frame.to_parquet(path)
+    write_run_parquet(path, frame)  # as a newer clbench writes it (by hand, it would be a damaged file)
     with pytest.raises(ResultsError, match="schema version"):
         load_results(tmp_path, "tiny")
 

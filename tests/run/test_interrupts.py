@@ -14,10 +14,11 @@ import torch
 from synthetic import synthetic_loader, tiny_spec
 
 import clbench.run.engine as engine
-from clbench.results import is_complete, read_run_file
+from clbench.results import read_run_file
 from clbench.run.engine import execute
 from clbench.run.interrupts import interrupts_held
 from clbench.run.plan import plan_runs
+from clbench.run_files import is_complete
 
 CPU = torch.device("cpu")
 
@@ -118,14 +119,14 @@ def test_ctrl_c_while_the_rows_are_encoded_leaves_an_interrupted_run_that_resume
 def test_ctrl_c_while_the_rows_land_takes_effect_after_the_run_is_complete(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     [plan] = plan_runs(tiny_spec("mlp"), ["sgd"], [0], tmp_path)
-    atomic_write_bytes = engine.atomic_write_bytes
+    write_run_file = engine.write_run_file
 
     def write_then_ctrl_c(path: Path, data: bytes) -> None:
-        atomic_write_bytes(path, data)
+        write_run_file(path, data)
         if path.name == "accuracy.parquet":  # (checkpoints are written the same way)
             signal.raise_signal(signal.SIGINT)  # arrives between the rows and run.json's `complete`
 
-    monkeypatch.setattr(engine, "atomic_write_bytes", write_then_ctrl_c)
+    monkeypatch.setattr(engine, "write_run_file", write_then_ctrl_c)
     with pytest.raises(KeyboardInterrupt):
         execute(plan, device=CPU, loader=synthetic_loader())
     assert read_run_file(plan.run_dir)["status"] == "complete" and is_complete(plan.run_dir)

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 
 from clbench.report.figures import PALETTE, figure_and_axes, save, slug
+from clbench.run_files import read_run_parquet
 
 if TYPE_CHECKING:  # HatReporter.plots imports this module: the report's types are only annotations here
     from clbench.approaches.hat.report import HatMonitoring, HatReport, Sensitivity
@@ -125,7 +125,7 @@ def plot_reuse(config: HatMonitoring, directory: Path, stem: str) -> list[Path]:
 def plot_attention(config: HatMonitoring, directory: Path, stem: str) -> list[Path]:
     """The attention a^t of every gated unit (rows: tasks, one panel per layer) of the config's first seed."""
     assert config.masks_file is not None
-    masks = pd.read_parquet(config.masks_file, columns=["task", "layer", "unit", "attention"])
+    masks = read_run_parquet(config.masks_file, columns=["task", "layer", "unit", "attention"])
     layers = list(dict.fromkeys(masks["layer"]))
     figure = Figure(figsize=(7.0, 1.0 + 1.1 * len(layers)))
     for index, layer in enumerate(layers, 1):

@@ -73,7 +73,8 @@ def build_hat_report(results: Results, method: str = "hat") -> HatReport:
         return report
     capacity = _monitoring_table(results, run_ids, "hat_capacity", CAPACITY_COLUMNS)
     reuse = _monitoring_table(results, run_ids, "hat_reuse", REUSE_COLUMNS)
-    without = sorted(set(run_ids) - set(capacity["run_id"]))
+    without = sorted(run_id for run_id in set(run_ids) - set(capacity["run_id"])
+                     if results.damage_of(run_id, "hat_capacity.parquet") is None)  # a damaged one is named apart
     if without:
         report.notes.append(f"no hat_capacity.parquet in {', '.join(without)} (runs from before monitoring?)")
     if not reuse.empty:  # every run's pairs as of its last stage (a finished task's mask never changes)
