@@ -40,7 +40,7 @@ def user_name(thing: Any) -> str:
         module = sys.modules.get(thing.__module__)
         if thing.__module__.startswith(FILE_MODULE_PREFIX):
             return f"{thing.__qualname__} in {getattr(module, '__file__', 'a plugin file')}"
-        return f"{thing.__module__}.{thing.__qualname__}"
+        return thing.__qualname__ if thing.__module__ == "builtins" else f"{thing.__module__}.{thing.__qualname__}"
     name = getattr(thing, "__name__", None)
     if isinstance(name, str):
         return str(getattr(thing, "__file__", name)) if name.startswith(FILE_MODULE_PREFIX) else name

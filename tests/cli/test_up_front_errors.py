@@ -166,7 +166,7 @@ def test_an_immutable_folder_is_refused_although_root_may_write_there(tmp_path: 
 @pytest.mark.parametrize(("attribute", "expected"), [
     ("name = 3", "Bad.name is 3 (int); set it to a string"),
     ("name = None", "Bad has no `name`"),
-    ("name = 'bad'\n    hyperparameters_class = dict", "Bad.hyperparameters_class is <class 'dict'>, not a dataclass"),
+    ("name = 'bad'\n    hyperparameters_class = dict", "Bad.hyperparameters_class is dict, not a dataclass"),
     ("name = 'bad'\n    hyperparameters_class = 'Mine'", "Bad.hyperparameters_class is 'Mine', not a dataclass"),
 ])
 def test_a_plugin_with_a_bad_class_attribute_is_one_line(attribute: str, expected: str, tmp_path: Path) -> None:
