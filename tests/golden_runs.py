@@ -31,9 +31,9 @@ import torch
 GOLDEN = Path(__file__).resolve().parent / "golden" / "runs.json"
 RECORD_VARIABLE = "CLBENCH_RECORD_GOLDEN"
 # Measured on 2026-11-28 (issue 58): the 68 records run on one Intel Xeon with torch 2.14.1 under its AVX512 (native),
-# AVX2 and DEFAULT kernels, each set against the others and against the records (made on the same CPU model and
-# torch, on a host without AMX). Earlier: 44 runs on an AMD EPYC with torch 2.15.0 and 2.14.1 (AVX512, AVX2,
-# DEFAULT) moved no loss by more than 2.7e-6; 53 on an Intel Xeon by 5.1e-5.
+# AVX2 and DEFAULT kernels, each set against the others and against the records (44 made on an AMD EPYC with torch
+# 2.15.0, 24 on Intel Xeons with torch 2.14.1, all AVX512). Earlier: 44 runs on an AMD EPYC with torch 2.15.0 and
+# 2.14.1 (AVX512, AVX2, DEFAULT) moved no loss by more than 2.7e-6; 53 on an Intel Xeon by 5.1e-5.
 # LOSS_RTOL: the largest relative change of a loss of 0.01 or more was 5.1e-5 (icarl/mlp, DEFAULT and AVX512 against
 # the record), 2.1e-5 among the three kernel sets of one host: a factor of about 2 over the largest. A loss changed
 # by 1% (100 x LOSS_RTOL) fails on any kernels.
