@@ -43,6 +43,11 @@ FAST = replace(TINY_TRAINING, max_epochs=2)
 # epoch and no dropout no prediction moved and no loss by more than 1.9e-6 (relative); every setting tried that
 # learned more (lr 0.1, 320 or 480 images, 2-3 epochs) moved 1 to 10 predictions somewhere.
 CONV_TRAINING = replace(TINY_TRAINING, max_epochs=1)
+# er-ace on the conv net replays from the first task on (`task_free`) there. At its defaults (replay from the second
+# task) the AVX2 kernels moved its losses against AVX512 and DEFAULT by 2.8e-4 (relative) after task 2 and 2.2e-2
+# after task 3 (no prediction moved; the other conv runs at most 2e-6; issue 58): a record that can move by 2% cannot
+# tell a 1% change. With `task_free` its largest change across the three was 1.8e-6 (torch 2.14.1, one Intel Xeon).
+CONV_SETTINGS: dict[str, dict[str, object]] = {"er-ace": {"task_free": True}}
 TRAIN_IMAGES = {"mlp": 160, "alexnet": 160, "resnet18": 160}
 # The golden ResNet-18 run: sgd, 4 channels in the first stage, no augmentation, one epoch at lr 0.0005. At the
 # contract's settings (lr 0.05, augmented) the AVX2 and DEFAULT kernels moved 8 of 60 test predictions and losses by
@@ -69,6 +74,8 @@ def contract_run(method: str, network: str, scenario: str, tmp_path: Path) -> Ru
     spec = contract_spec(network, scenario)
     if method in SHORT_SETTINGS:
         spec = replace(spec, approaches={method: SHORT_SETTINGS[method]})
+    if network == "alexnet" and method in CONV_SETTINGS:
+        spec = replace(spec, approaches={method: CONV_SETTINGS[method]})
     [plan] = plan_runs(spec, [method], [0], tmp_path)
     loader = synthetic_loader(n_train=TRAIN_IMAGES[network], n_test=60)
     return execute(plan, device=torch.device("cpu"), loader=loader)

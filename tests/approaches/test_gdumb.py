@@ -232,6 +232,26 @@ def test_a_run_reports_its_balanced_memory(tmp_path: Path) -> None:
     assert set(rows["evaluation"]) == {"task-aware", "task-agnostic"}
 
 
+def test_every_norm_of_the_authors_mlp_divides_by_the_authors_eps() -> None:
+    """In eval mode with running means 0 and running variances 0 (scale 1, shift 0), each norm, hidden or head,
+    turns x into x / sqrt(0 + eps): with the authors' --bn_eps 1e-6 (src/opts.py line 40) 1000 x, where torch's
+    default 1e-5 would give 316 x. The logits written out by hand from the linear layers' weights."""
+    approach, tasks = gdumb("class", batch_norm=True)
+    network = approach.network.eval()
+    with torch.no_grad():
+        for norm in [*network.norms, *(head.norm for head in network.heads)]:
+            norm.running_mean.zero_()
+            norm.running_var.zero_()
+            norm.weight.fill_(1.0)
+            norm.bias.zero_()
+        x = tasks[0].valid.batch(slice(0, 5)).inputs
+        h = x.flatten(1)
+        for layer in network.layers:
+            h = torch.relu((h @ layer.weight.T + layer.bias) / 1e-3)
+        expected = torch.cat([(h @ head.linear.weight.T + head.linear.bias) / 1e-3 for head in network.heads], 1)
+        assert torch.allclose(network.all_heads(network.features(x)), expected, rtol=1e-4, atol=1e-3)
+
+
 def test_batch_norm_is_the_authors_mlp_and_refused_on_other_networks() -> None:
     from clbench.errors import SpecError
     from clbench.nets.mlp import BatchNormMLP
@@ -264,3 +284,25 @@ def test_the_fit_crops_the_memory_only_with_crop(crop: bool) -> None:
     assert len(seen) == 3 * 3  # 3 passes of 20 samples in batches of 8
     assert (not any(seen)) if crop else all(seen)
     assert torch.equal(approach.buffer.contents().images, stored)
+
+
+def test_the_crop_only_translates_never_mirrors() -> None:
+    """`crop` (the authors' RandomCrop(28, padding=4) on MNIST, no flip): each sample of every batch of the fit is
+    one of the 81 windows of 28 x 28 of its stored image padded by 4 zero pixels on each side. The stored images
+    (synthetic noise) are not mirror-symmetric, so a mirrored crop is none of them."""
+    approach, tasks = gdumb("class", crop=True)
+    approach.begin_task(1, tasks)
+    fill(approach, tasks, 1)
+    matched = []
+
+    def record(batch, stage, optimizer, generator, rng):  # type: ignore[no-untyped-def]
+        padded = torch.nn.functional.pad(batch.images, (4, 4, 4, 4))  # (B, C, 36, 36)
+        for image, inputs, task_id in zip(padded, batch.inputs, batch.task_ids):
+            assert not torch.equal(image, image.flip(-1))
+            windows = torch.stack([image[:, top:top + 28, left:left + 28] for top in range(9) for left in range(9)])
+            candidates = approach.transform(windows, task_id.repeat(81))  # (81, ...) as the network sees them
+            matched.append(any(torch.equal(inputs, candidate) for candidate in candidates))
+
+    approach.fit_step = record
+    approach.end_task(1, tasks)
+    assert len(matched) == 3 * 20 and all(matched)

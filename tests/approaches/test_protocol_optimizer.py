@@ -60,6 +60,25 @@ def test_rmsprop_by_hand() -> None:
     assert step_with(lambda ps: protocol_optimizer(ps, 0.01, "rmsprop"), [3.0]) == pytest.approx([0.9], abs=1e-6)
 
 
+def test_adam_takes_the_weight_decay() -> None:
+    """A weight with no gradient: Adam's weight decay (L2, torch's) makes it g = 0 + 0.5 x 1 = 0.5, and the first
+    step with bias correction is lr g / (|g| + eps): 1 - 0.01 = 0.99. Without weight decay nothing moves."""
+    decayed = step_with(lambda ps: protocol_optimizer(ps, 0.01, "adam", weight_decay=0.5), [0.0])
+    assert decayed == pytest.approx([0.99], abs=1e-7)
+    assert step_with(lambda ps: protocol_optimizer(ps, 0.01, "adam"), [0.0]) == [1.0]
+
+
+def test_rmsprop_takes_the_momentum() -> None:
+    """Two steps of gradient 3 at lr 0.01 (alpha 0.99): v1 = 0.01 x 9 = 0.09, u1 = 3 / sqrt(v1) = 10; v2 = 0.99 v1 +
+    0.09 = 0.1791, u2 = 3 / sqrt(v2). With momentum 0.9 the buffer is 10, then 0.9 x 10 + u2: p = 1 - 0.01 x 10,
+    then minus 0.01 (9 + u2); without it the second step is 0.01 u2."""
+    u2 = 3 / 0.1791 ** 0.5
+    with_momentum = step_with(lambda ps: protocol_optimizer(ps, 0.01, "rmsprop", momentum=0.9), [3.0, 3.0])
+    assert with_momentum == pytest.approx([0.9, 0.9 - 0.01 * (9 + u2)], abs=1e-6)
+    without = step_with(lambda ps: protocol_optimizer(ps, 0.01, "rmsprop"), [3.0, 3.0])
+    assert without == pytest.approx([0.9, 0.9 - 0.01 * u2], abs=1e-6)
+
+
 def test_an_approach_trains_with_the_protocols_optimizer() -> None:
     spec = tiny_spec(training=replace(TINY_TRAINING, optimizer="adam"))
     approach = make_approach("sgd", spec, tiny_tasks(spec))

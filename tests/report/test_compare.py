@@ -8,6 +8,7 @@ import io
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from resultbuilders import write_run
@@ -116,6 +117,15 @@ def test_unpaired_seeds_use_welch(tmp_path: Path) -> None:
     expected = stats.ttest_ind([0.700, 0.705, 0.710], [0.850, 0.870], equal_var=False)
     assert row["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
     assert math.isnan(row["p_wilcoxon"])
+    # sgd - er, not er - sgd: 0.705 - 0.860 = -0.155. Welch's se^2 = s1^2/n1 + s2^2/n2 = 2.5e-5/3 + 2e-4/2 and
+    # df = se^4 / [(2.5e-5/3)^2 / 2 + (1e-4)^2 / 1] (1.17); the interval -0.155 +- t_{0.975, df} se, below zero;
+    # one pair, so Holm's p is the p (0.028): sgd < er
+    va, vb = 2.5e-5 / 3, 2e-4 / 2
+    df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 1)
+    half = stats.t.ppf(0.975, df) * math.sqrt(va + vb)
+    assert row["difference"] == pytest.approx(-0.155, rel=1e-9)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((-0.155 - half, -0.155 + half), rel=1e-6)
+    assert row["ci_high"] < 0 and row["verdict"] == "sgd < er"
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
@@ -185,6 +195,23 @@ def test_ranks_across_benchmarks(tmp_path: Path) -> None:
     assert accuracy["friedman_chi_square"].iloc[0] == pytest.approx(6.0)
     assert accuracy["critical_difference"].iloc[0] == pytest.approx(2.343 * math.sqrt(12 / 18))
     assert accuracy["friedman_p"].iloc[0] == pytest.approx(math.exp(-3.0))  # chi-square, 2 df
+
+
+def test_nemenyi_pairs_follow_iman_davenports_p_where_it_and_the_chi_square_disagree() -> None:
+    """4 approaches on 4 benchmarks, ranks per benchmark (1: best) a b c d: (1,3,2,4), (1,2,3,4), (2,1,3,4),
+    (1,4,2,3). R = 1.25, 2.5, 2.5, 3.75; sum R^2 = 28.125; chi2_F = 12*4/(4*5) (28.125 - 4*25/4) = 7.5, whose
+    chi-square p (3 df) is 0.058, no rejection; F_F = 3 * 7.5 / (4*3 - 7.5) = 5, whose F(3, 9) p is 0.026, a
+    rejection (Demsar 2006, Section 3.2.2, recommends F_F). CD = 2.569 sqrt(4*5 / (6*4)) = 2.345 <= 3.75 - 1.25:
+    a is better than d, and no other pair differs by CD."""
+    from clbench.report.ranking import metric_ranks
+
+    ranks = [[1, 3, 2, 4], [1, 2, 3, 4], [2, 1, 3, 4], [1, 4, 2, 3]]
+    found = metric_ranks("accuracy", ["b0", "b1", "b2", "b3"], 1.0 - 0.1 * np.array(ranks, dtype=float))
+    assert found.test is not None and found.test.ranks.tolist() == [1.25, 2.5, 2.5, 3.75]
+    assert found.test.chi_square_p == pytest.approx(stats.chi2.sf(7.5, 3), rel=1e-9) and found.test.chi_square_p > 0.05
+    assert found.test.f_p == pytest.approx(stats.f.sf(5.0, 3, 9), rel=1e-9) and found.test.f_p < 0.05
+    assert found.critical_difference == pytest.approx(2.569 * math.sqrt(20 / 24))
+    assert found.different(["a", "b", "c", "d"]) == [("a", "d")]
 
 
 def test_ranks_are_refused_below_the_minimum_with_the_reason(tmp_path: Path) -> None:

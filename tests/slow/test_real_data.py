@@ -60,3 +60,25 @@ def test_mini_mixture_of_mnist_and_fashion_mnist(tmp_path: Path, mnist_mirror: P
     for method, matrix in found.items():
         assert matrix.shape == (2, 2) and np.isfinite(matrix[np.tril_indices(2)]).all(), method
         assert matrix[0, 0] > 0.6 and matrix[1, 1] > 0.6, (method, matrix)  # both data sets learnt by the conv net
+
+
+def test_issue_58_bics_correction_leaves_every_task_above_chance_in_its_own_head(mnist_data_dir: Path,
+                                                                                 mnist_mirror: Path,
+                                                                                 tmp_path: Path) -> None:
+    """`clbench train mnist5 -m bic --set data.scenario=class --set data.max_train_samples=8000 --set
+    training.max_epochs=3 --set bic.bias_epochs=5`, seed 0: before the fix the bias fit stopped at alpha -0.12 for
+    task 5, which then scored 1.9% task-aware in its 2-class head (chance 50%) and 0.0% task-agnostic."""
+    from clbench.run.checkpoints import load_checkpoint
+
+    overrides = ["data.scenario=class", "data.max_train_samples=8000", "training.max_epochs=3",
+                 "bic.bias_epochs=5"]
+    [plan] = plan_runs(load_benchmark("mnist5", overrides), ["bic"], [0], tmp_path, overrides)
+    outcome = execute(plan, device=CPU, loader=fetching_loader(mnist_data_dir, str(mnist_mirror)))
+    rows = pd.DataFrame(outcome.rows)
+    rows = rows[(rows["split"] == "test") & (rows["task"] <= rows["stage"]) & (rows["stage"] >= 1)]
+    aware = rows[rows["evaluation"] == "task-aware"]
+    assert (aware["accuracy"] > 0.9).all(), aware  # 2-class heads of MNIST digits, each as the network ranks it
+    final = rows[(rows["stage"] == 5) & (rows["evaluation"] == "task-agnostic")]
+    assert final.set_index("task").loc[5, "accuracy"] > 0.3  # the last task not pushed out of the shared softmax
+    alpha = load_checkpoint(plan.run_dir, 4)["approach"]["extra"]["bias_alpha"]
+    assert (alpha > 0).all() and alpha[0].item() == 1.0

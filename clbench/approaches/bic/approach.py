@@ -15,7 +15,8 @@ FACIL's `--lamb`). Both networks' outputs go through the bias layers of the earl
 class scenario, on each sample's own head in the task scenario.
 
 After task t >= 1 (FACIL stage 2): with the network frozen, task t's alpha and beta are fitted on the held-out
-samples of every class seen (`functions.fit_bias`); earlier tasks' pairs stay fixed, task 0 has none (1, 0). Then
+samples of every class seen (`functions.fit_bias`; SGD's lr decayed as the authors' code does, alpha kept positive so
+that no head is reordered); earlier tasks' pairs stay fixed, task 0 has none (1, 0). Then
 the training exemplars (FACIL stage 3): earlier classes keep the first m - v of their order, the new ones are chosen
 by herding (iCaRL's Algorithm 4, `replay.functions.herding_order`) or at random among the task's training samples
 not held out. Prediction: the bias-corrected logits, over the classes seen (task-agnostic) or of the task's head.
@@ -107,6 +108,9 @@ class BiC(ReplayApproach):
     per_class_memory = True
     memories = 2  # the exemplars and the held-out samples of the bias fit
     hparams: BiCHyperparameters
+    # 1: the bias fit's SGD lr decayed as the authors' code does and alpha held positive (`functions.fit_bias`;
+    # revision 0's constant lr could stop with alpha < 0, inverting a head: issue 58)
+    revision = 1
     # Mammoth lists BiC for class-il and task-il only (models/bic.py: COMPATIBILITY = ['class-il', 'task-il'])
     refuses_domain = ("BiC corrects the new classes' logits against the old classes' (Mammoth models/bic.py "
                       "COMPATIBILITY: class-il, task-il): with one shared head no output is only a new task's; use "

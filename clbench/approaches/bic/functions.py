@@ -68,6 +68,27 @@ def held_out_per_class(buffer_size: int, seen_classes: int, fraction: float) -> 
     return per_class, math.ceil(fraction * per_class)
 
 
+# The authors' schedule of the bias fit's lr (wuyuebupt/LargeScaleIncrementalLearning@7f687a3 imagenet_main.py
+# lines 388-394: with `flag_bias`, boundary_epochs [30, 60, 80, 90] x _BIAS_EPOCHS (2) and decay_rates [1, 0.1,
+# 0.01, 0.001, 1e-4], over epochs_per_eval (100, line 548) x _BIAS_EPOCHS = 200 bias epochs, resnet.py line 743):
+# the lr times 0.1 after 30%, 60%, 80% and 90% of the bias epochs. FACIL (src/approach/bic.py, stage 2) keeps it
+# constant; with momentum 0.9 that iteration is under-damped on the two-parameter fit and, cut after a few epochs,
+# stops wherever its swing is (issue 58: alpha -0.12 after 5 epochs, where the held-out loss is least at 0.42).
+BIAS_LR_BOUNDARIES = (0.3, 0.6, 0.8, 0.9)
+# Alpha is kept at or above this while it is fitted (projected after every step). Eq. 5 rescales the new classes'
+# logits against the old ones' (Sec. 3.3); with alpha > 0 the layer does not reorder a task's own logits, so each
+# head's task-aware prediction stays the network's; alpha <= 0 would flatten or reverse it (issue 58: task 5 at 1.9%
+# in its 2-class head). The paper, the authors' code, FACIL and Mammoth leave alpha free. 1e-3 rather than 0: at
+# that scale two logits of a head still differ after the layer unless they are within about 1e-4 x |beta| (float32).
+ALPHA_FLOOR = 1e-3
+
+
+def bias_lr_factor(epoch: int, epochs: int) -> float:
+    """The factor of the bias fit's lr in epoch `epoch` (0-based) of `epochs`: 0.1 per boundary of
+    `BIAS_LR_BOUNDARIES` (fractions of `epochs`) reached (the authors' step decay)."""
+    return 0.1 ** sum(epoch >= fraction * epochs for fraction in BIAS_LR_BOUNDARIES)
+
+
 def fit_bias(logits: torch.Tensor, targets: torch.Tensor, column_task: torch.Tensor, alpha: torch.Tensor,
              beta: torch.Tensor, task: int, *, epochs: int, batch_size: int, optimizer: str, lr: float,
              momentum: float, beta_l2: float, generator: torch.Generator) -> tuple[float, float]:
@@ -76,8 +97,10 @@ def fit_bias(logits: torch.Tensor, targets: torch.Tensor, column_task: torch.Ten
     logits (N, C): the frozen network's outputs on the held-out samples; targets (N,): their class in 0..C-1.
     Each epoch one pass in a random order (`generator`) by batches of `batch_size`, the loss the cross-entropy of
     the corrected logits over the C classes, without temperature (Eq. 4-5), plus `beta_l2` x beta^2 / 2 (FACIL:
-    "in their code, they apply a 0.1 * L2-loss to the gamma variable"). `optimizer`: `sgd` (with `momentum`;
-    FACIL: SGD at the network's lr, momentum 0.9) or `adam` (Mammoth `models/bic.py`: Adam, lr 0.001).
+    "in their code, they apply a 0.1 * L2-loss to the gamma variable"). `optimizer`: `sgd` (with `momentum`, the lr
+    decayed as the authors' code does, `bias_lr_factor`; FACIL: SGD at the network's lr, momentum 0.9, constant)
+    or `adam` (Mammoth `models/bic.py`: Adam, lr 0.001, constant). Alpha is held at `ALPHA_FLOOR` or above after
+    every step (a projected fit), so that the layer never reorders the task's own logits.
     The network is frozen, so its logits are computed once rather than at every epoch: the same values.
     """
     start_alpha, start_beta = float(alpha[task]), float(beta[task])
@@ -86,7 +109,9 @@ def fit_bias(logits: torch.Tensor, targets: torch.Tensor, column_task: torch.Ten
             else torch.optim.Adam([pair], lr=lr))
     mine = (column_task == task).unsqueeze(0)  # (1, C)
     fixed = bias_correct(logits, column_task, alpha, beta)  # (N, C) the other tasks' columns
-    for _ in range(epochs):
+    for epoch in range(epochs):
+        if optimizer == "sgd":
+            step.param_groups[0]["lr"] = lr * bias_lr_factor(epoch, epochs)
         order = torch.randperm(logits.shape[0], generator=generator).to(logits.device)
         for indices in order.split(batch_size):
             corrected = torch.where(mine, logits[indices] * pair[0] + pair[1], fixed[indices])  # (b, C)
@@ -94,5 +119,7 @@ def fit_bias(logits: torch.Tensor, targets: torch.Tensor, column_task: torch.Ten
             step.zero_grad()
             loss.backward()
             step.step()
+            with torch.no_grad():
+                pair[0].clamp_(min=ALPHA_FLOOR)
     fitted = pair.detach()
     return float(fitted[0]), float(fitted[1])
