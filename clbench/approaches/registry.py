@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from clbench.approaches import BUILTINS
+from clbench.approaches.avalanche import STRATEGIES as AVALANCHE_STRATEGIES
 from clbench.approaches.base import Approach
 from clbench.approaches.plugins import (
     entry_point_approaches,
@@ -117,9 +118,10 @@ def load_entry_points() -> list[str]:
 
 
 def approach_names() -> list[str]:
-    """Registered approach names (built-ins, installed entry points, plugins loaded so far), sorted."""
+    """Registered approach names (built-ins, Avalanche's `av-*`, installed entry points, plugins loaded so far),
+    sorted; the `av-*` classes are loaded (without Avalanche) as they are named."""
     load_entry_points()
-    return sorted(REGISTRY)
+    return sorted(set(REGISTRY) | set(AVALANCHE_STRATEGIES))
 
 
 def lookup(method: str) -> type[Approach]:
@@ -127,6 +129,8 @@ def lookup(method: str) -> type[Approach]:
     lists the valid ones."""
     if is_method_spec(method):
         method = load_method(method)
+    if method not in REGISTRY and method in AVALANCHE_STRATEGIES:
+        load_builtin(method, AVALANCHE_STRATEGIES[method])  # Avalanche's `av-*`: loaded when first named
     if method not in REGISTRY:
         load_entry_points()
     if method not in REGISTRY:
@@ -155,7 +159,8 @@ def origin_of(name: str) -> dict[str, Any]:
     """The provenance of approach `name`: its plugin origin, or `{"kind": "built-in", "module": ...}`."""
     if name in ORIGINS:
         return {key: value for key, value in ORIGINS[name].items() if key not in ("reload", "description")}
-    return {"kind": "built-in", "module": builtin_module(REGISTRY[name])}
+    library = getattr(REGISTRY[name], "library_origin", None)  # av-*: the Avalanche class and version that ran
+    return {"kind": "built-in", "module": builtin_module(REGISTRY[name]), **(library() if library else {})}
 
 
 def origin_label(name: str) -> str:

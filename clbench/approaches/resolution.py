@@ -150,7 +150,7 @@ def _build(spec: BenchmarkSpec, method: str) -> ResolvedApproach:
     asked for the method resolved, not for the other sections and default grids `resolve` validates: pathnet's
     section must not refuse `-m sgd` an online protocol). The protocol is as it acts in the spec's scenario
     (`scenario_training`: `class_loss` outside the class scenario reads as its default)."""
-    cls = REGISTRY[method]
+    cls = lookup(method)
     section = spec.approach_section(method)
     training_overrides = section.pop("training", None) or {}
     where = f"approaches.{method}"
