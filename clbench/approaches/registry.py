@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from clbench.approaches import BUILTINS
+from clbench.approaches import avalanche as avalanche_table
 from clbench.approaches.avalanche import STRATEGIES as AVALANCHE_STRATEGIES
 from clbench.approaches.base import Approach
 from clbench.approaches.plugins import (
@@ -118,10 +119,19 @@ def load_entry_points() -> list[str]:
 
 
 def approach_names() -> list[str]:
-    """Registered approach names (built-ins, Avalanche's `av-*`, installed entry points, plugins loaded so far),
-    sorted; the `av-*` classes are loaded (without Avalanche) as they are named."""
+    """Registered approach names (built-ins, installed entry points, plugins loaded so far), sorted; with the extra
+    `avalanche` installed, also Avalanche's `av-*` strategies that can run here (loaded without importing
+    Avalanche). Without it, or for a strategy refused everywhere (pre-trained weights, a generator), `-m av-...`
+    is still looked up and refused in one line with the reason."""
     load_entry_points()
-    return sorted(set(REGISTRY) | set(AVALANCHE_STRATEGIES))
+    return sorted({name for name in REGISTRY if name not in AVALANCHE_STRATEGIES} | set(avalanche_names()))
+
+
+def avalanche_names() -> list[str]:
+    """Avalanche's `av-*` methods that can run here: none without the extra (clbench runs as it does without it)."""
+    if avalanche_table.avalanche_version() is None:
+        return []
+    return [name for name in AVALANCHE_STRATEGIES if not getattr(lookup(name), "refusal", "")]
 
 
 def lookup(method: str) -> type[Approach]:

@@ -10,7 +10,7 @@ import inspect
 from pathlib import Path
 
 import pytest
-from clihelpers import flat, kept_registry
+from clihelpers import invoke_fresh, kept_registry, offline
 from importchecks import loaded_modules
 
 import clbench.approaches.avalanche as avalanche_package
@@ -18,7 +18,7 @@ from clbench.approaches.avalanche import STRATEGIES
 from clbench.approaches.avalanche.adapter import AvalancheApproach
 from clbench.approaches.registry import approach_names, lookup, origin_of
 from clbench.approaches.resolution import refusal
-from clbench.spec import load_benchmark
+from clbench.spec import benchmarks_dir, load_benchmark
 
 # Arguments every strategy takes that come from clbench's spec and loop, not hyper-parameters (the template's).
 TEMPLATE = {"self", "model", "optimizer", "criterion", "train_mb_size", "train_epochs", "eval_mb_size", "device",
@@ -33,29 +33,40 @@ def runnable() -> list[str]:
     return sorted(name for name in STRATEGIES if not lookup(name).refusal)
 
 
-def test_every_av_method_is_listed_without_importing_avalanche() -> None:
-    code = ("from clbench.approaches.registry import approach_names, lookup\n"
-            "names = [n for n in approach_names() if n.startswith('av-')]\n"
-            "assert len(names) == 34, names\n"
-            "assert all(lookup(n).summary.startswith(\"Avalanche's \") for n in names)\n")
+def installed() -> bool:
+    return importlib.util.find_spec("avalanche") is not None
+
+
+def test_the_av_methods_are_listed_without_importing_avalanche() -> None:
+    """With the extra, the runnable ones; without it, none (clbench lists what it lists without the extra)."""
+    expected = runnable() if installed() else []
+    code = ("from clbench.approaches.registry import approach_names\n"
+            f"assert [n for n in approach_names() if n.startswith('av-')] == {expected!r}\n")
     assert loaded_modules(code, ["avalanche"]) == []
 
 
 def test_names_follow_avalanche_s_class_names() -> None:
-    assert set(STRATEGIES) <= set(approach_names())
+    assert len(STRATEGIES) == 34
     for name in STRATEGIES:
         cls = lookup(name)
         assert name == "av-" + cls.strategy_class.lower().replace("_", "-")
         assert f"avalanche.training.{cls.strategy_class}" in cls.summary  # `clbench list` shows the class
 
 
-def test_without_avalanche_an_av_method_is_refused_in_one_line_naming_the_extra(monkeypatch) -> None:
+def test_without_avalanche_an_av_method_is_refused_in_one_line_naming_the_extra(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(avalanche_package, "avalanche_version", lambda: None)
     spec = load_benchmark("seq-mnist")
     found = refusal(spec, "av-naive")
     assert found is not None and found.key == "training"
     assert "optional extra `avalanche`" in found.reason and "clbench[avalanche]" in found.reason
     assert "\n" not in found.reason and found.reason.startswith("approach av-naive: ")
+    assert not any(name.startswith("av-") for name in approach_names())  # clbench lists what it did before
+    code, output = invoke_fresh("train", "seq-mnist", "-m", "av-naive", *offline(tmp_path),
+                                "--results", str(tmp_path / "r"))
+    assert (code, output) == (2, f"error: {benchmarks_dir() / 'seq-mnist.yaml'}: {found.reason}")
+    assert not (tmp_path / "r").exists()
+    code, output = invoke_fresh("list", "-b", "seq-mnist")
+    assert code == 0 and "av-" not in output
 
 
 def test_an_unsupported_avalanche_version_is_refused(monkeypatch) -> None:
@@ -78,17 +89,6 @@ def test_rows_carry_avalanche_s_version_in_their_origin(monkeypatch) -> None:
         assert origin_of("av-replay") == {"kind": "built-in", "module": "clbench.approaches.avalanche.strategies",
                                           "library": "avalanche-lib", "library_version": "0.6.0",
                                           "strategy": "avalanche.training.Replay"}
-
-
-def test_clbench_list_shows_the_av_methods(monkeypatch) -> None:
-    from typer.testing import CliRunner
-
-    from clbench.cli import app
-
-    with kept_registry():
-        result = CliRunner().invoke(app, ["list", "-b", "seq-mnist"])
-    assert result.exit_code == 0, result.output
-    assert "av-replay" in flat(result.output) and "avalanche.training.Replay" in flat(result.output)
 
 
 # ---------------------------------------------------------------------------------------------- with avalanche
@@ -121,16 +121,16 @@ def test_hyperparameters_are_avalanche_s_signature(name: str, training) -> None:
                 isinstance(default, (int, float)) and float(spec_field.default) == float(default)), key
 
 
+def test_clbench_list_shows_the_av_methods_with_their_class(training) -> None:  # type: ignore[no-untyped-def]
+    code, output = invoke_fresh("list", "-b", "seq-mnist")
+    assert code == 0, output
+    for name in runnable():
+        assert f"{name} " in output and f"avalanche.training.{lookup(name).strategy_class})" in output
+
+
 def test_every_avalanche_strategy_is_listed(training) -> None:  # type: ignore[no-untyped-def]
     from avalanche.training.templates import BaseTemplate
 
     strategies = {name for name, value in vars(training).items()
                   if inspect.isclass(value) and issubclass(value, BaseTemplate)}
     assert strategies == {lookup(name).strategy_class for name in STRATEGIES}
-
-
-def test_the_extra_is_installed_where_these_tests_run() -> None:
-    """CI installs the extra: the tests above ran, not skipped (a reminder where they are skipped)."""
-    if importlib.util.find_spec("avalanche") is None:
-        pytest.skip("avalanche-lib is not installed: pip install -e '.[avalanche]'")
-    assert runnable()

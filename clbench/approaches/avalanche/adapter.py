@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from clbench.approaches.avalanche import avalanche_problem, avalanche_version
+from clbench.approaches import avalanche as avalanche_table
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, Hyperparameters, ProgressCallback, TaskLog
 from clbench.approaches.losses import head_cross_entropy
@@ -59,14 +59,14 @@ class AvalancheApproach(Approach):
     @classmethod
     def library_origin(cls) -> dict[str, Any]:
         """What the rows' `approach_origin` adds for these methods: the Avalanche class and version that ran."""
-        return {"library": "avalanche-lib", "library_version": avalanche_version(),
+        return {"library": "avalanche-lib", "library_version": avalanche_table.avalanche_version(),
                 "strategy": f"avalanche.training.{cls.strategy_class}"}
 
     @classmethod
     def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
         if cls.refusal:
             return f"{cls.strategy_class} cannot run here: {cls.refusal}"
-        problem = avalanche_problem()
+        problem = avalanche_table.avalanche_problem()
         if problem is not None:
             return problem
         if data.scenario == "task" and cls.task_scenario_refusal:

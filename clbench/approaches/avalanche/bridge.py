@@ -276,6 +276,8 @@ def shared_objects(strategy: Any, plugin: ClbenchProtocol, experience_list: list
     spec, the seed and the network's own checkpointed weights."""
     shared: dict[str, Any] = {"strategy": strategy, "model": strategy.model, "optimizer": strategy.optimizer,
                               "plugin": plugin, "evaluator": strategy.evaluator}
+    for name, tensor in [*strategy.model.named_parameters(), *strategy.model.named_buffers()]:
+        shared[f"model.{name}"] = tensor  # e.g. the template's `optimized_param_id`: the live parameters
     for index, experience in enumerate(experience_list):
         shared[f"experience-{index}"] = experience
         shared[f"dataset-{index}"] = experience.dataset
