@@ -16,7 +16,7 @@ tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 REPO = Path(__file__).resolve().parents[2]
 # Import names whose distribution is named otherwise; any other import name is its distribution's name.
-DISTRIBUTION_OF = {"PIL": "pillow", "yaml": "pyyaml"}
+DISTRIBUTION_OF = {"PIL": "pillow", "yaml": "pyyaml", "avalanche": "avalanche-lib"}
 
 
 def normalized(name: str) -> str:

@@ -236,7 +236,19 @@ class AvalancheApproach(Approach):
         else:
             data = bridge.dump_strategy(self.strategy, bridge.shared_objects(
                 self.strategy, self.protocol, self._experiences[1], self._experiences[2]))
-        return {"avalanche_strategy": torch.frombuffer(bytearray(data), dtype=torch.uint8)}
+        model = bridge.dump_model(self.strategy.model)
+        return {"avalanche_strategy": torch.frombuffer(bytearray(data), dtype=torch.uint8),
+                "avalanche_model": torch.frombuffer(bytearray(model), dtype=torch.uint8)}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """The network as the strategy left it (its structure too), then its weights and the strategy's state."""
+        from clbench.approaches.avalanche import bridge
+
+        model = state.get("extra", {}).get("avalanche_model")
+        if model is not None:
+            self.strategy.model = bridge.load_model(model.numpy().tobytes()).to(self.device)
+            self.network = self.strategy.model
+        super().load_state(state)
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         """Keep the pickled strategy until the next task (its buffers refer to the tasks' tensors)."""
@@ -249,7 +261,8 @@ class AvalancheApproach(Approach):
 
         samples = bridge.replay_samples(self.strategy) if self._pending_state is None else 0
         per_sample = 4 * int(torch.tensor(self.context.input_shape).prod())
-        return samples, tensor_bytes(self.extra_state()) + samples * per_sample
+        strategy_state = self.extra_state().get("avalanche_strategy")  # the network is not memory kept besides it
+        return samples, tensor_bytes(strategy_state) + samples * per_sample
 
 
 def torch_optimizer(parameters: Any, training: TrainingSpec) -> torch.optim.Optimizer:

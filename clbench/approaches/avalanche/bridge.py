@@ -278,6 +278,8 @@ def shared_objects(strategy: Any, plugin: ClbenchProtocol, experience_list: list
                               "plugin": plugin, "evaluator": strategy.evaluator}
     for name, tensor in [*strategy.model.named_parameters(), *strategy.model.named_buffers()]:
         shared[f"model.{name}"] = tensor  # e.g. the template's `optimized_param_id`: the live parameters
+    for name, module in strategy.model.named_modules():
+        shared[f"module.{name}"] = module  # a plugin's reference to a part of the network (iCaRL's classifier)
     for index, experience in enumerate(experience_list):
         shared[f"experience-{index}"] = experience
         shared[f"dataset-{index}"] = experience.dataset
@@ -290,6 +292,16 @@ def dump_strategy(strategy: Any, shared: dict[str, Any]) -> bytes:
     buffer = io.BytesIO()
     _Pickler(buffer, {id(obj): name for name, obj in shared.items()}).dump(strategy.__dict__)
     return buffer.getvalue()
+
+
+def dump_model(model: nn.Module) -> bytes:
+    """The network the strategy trains, by value: a strategy may change its structure (CoPE's normalised head, BiC's
+    bias layers), which a network rebuilt from the spec would not have."""
+    return dill.dumps(model)
+
+
+def load_model(data: bytes) -> nn.Module:
+    return dill.loads(data)
 
 
 def load_strategy(strategy: Any, data: bytes, shared: dict[str, Any]) -> None:
