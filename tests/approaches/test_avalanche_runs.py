@@ -58,7 +58,7 @@ def registry():  # type: ignore[no-untyped-def]
         yield
 
 
-@pytest.mark.parametrize("method", RUNNABLE)
+@pytest.mark.parametrize("method", [name for name in RUNNABLE if not lookup(name).not_resumable])
 def test_every_runnable_strategy_resumes_with_the_uninterrupted_numbers(method: str, tmp_path: Path) -> None:
     spec = spec_for(method, "class" if method in CLASS_ONLY else "task", max_epochs=3)
     reference = run(tmp_path / "reference", method, spec)
@@ -72,6 +72,15 @@ def test_every_runnable_strategy_resumes_with_the_uninterrupted_numbers(method: 
     resumed = run(tmp_path / "stopped", method, spec)
     assert resumed.resumed_after_stage == 1
     assert same_numbers(reference.rows, resumed.rows)
+
+
+@pytest.mark.parametrize("method", sorted(name for name in RUNNABLE if lookup(name).not_resumable))
+def test_a_strategy_that_cannot_resume_says_so(method: str, tmp_path: Path) -> None:
+    spec = spec_for(method, "class", max_epochs=3)
+    with pytest.raises(Stop):
+        run(tmp_path, method, spec, observer=StopInTask2())
+    with pytest.raises(SpecError, match=f"approach {method} cannot resume from its checkpoint: .* --force"):
+        run(tmp_path, method, spec)
 
 
 @pytest.mark.parametrize("method", ["av-naive", "av-replay", "av-ewc", "av-agem"])

@@ -37,6 +37,7 @@ from clbench.approaches.losses import head_cross_entropy
 from clbench.approaches.parameters import tensor_bytes
 from clbench.approaches.refusals import early_stopping_problem
 from clbench.data.batches import Batch, TaskSequence
+from clbench.errors import SpecError
 from clbench.nets import MultiHeadNet
 from clbench.spec import DataSpec, TrainingSpec
 from clbench.spec.fields import to_dict
@@ -49,6 +50,7 @@ class AvalancheApproach(Approach):
     signature: ClassVar[str] = ""  # where its constructor is, in avalanche-lib 0.6.0: "file.py:line"
     refusal: ClassVar[str] = ""  # why it cannot run under clbench at all (pre-trained weights, a generator...)
     task_scenario_refusal: ClassVar[str] = ""  # why it cannot run in the task scenario, "" if it can
+    not_resumable: ClassVar[str] = ""  # why a stopped run cannot resume from its checkpoint, "" if it can
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         super().__init__(context, hyperparameters)
@@ -245,6 +247,9 @@ class AvalancheApproach(Approach):
         from clbench.approaches.avalanche import bridge
 
         model = state.get("extra", {}).get("avalanche_model")
+        if model is not None and self.not_resumable:
+            raise SpecError(f"approach {self.name} cannot resume from its checkpoint: {self.not_resumable}; start "
+                            f"the run over with --force")
         if model is not None:
             self.strategy.model = bridge.load_model(model.numpy().tobytes()).to(self.device)
             self.network = self.strategy.model

@@ -284,7 +284,21 @@ def shared_objects(strategy: Any, plugin: ClbenchProtocol, experience_list: list
         shared[f"experience-{index}"] = experience
         shared[f"dataset-{index}"] = experience.dataset
         shared[f"inputs-{index}"] = tensors[index]
+        for part, inner in enumerate(dataset_parts(experience.dataset)):  # what a buffer's subsets refer to
+            shared[f"part-{index}-{part}"] = inner
     return shared
+
+
+def dataset_parts(dataset: Any) -> list[Any]:
+    """The datasets inside an Avalanche dataset, down to the one that holds the task's tensors, and those tensors."""
+    parts: list[Any] = []
+    stack = [dataset]
+    while stack:
+        current = stack.pop()
+        parts.append(current)
+        stack.extend(getattr(current, "_datasets", None) or [])
+        parts.extend(getattr(current, "tensors", None) or [])
+    return parts
 
 
 def dump_strategy(strategy: Any, shared: dict[str, Any]) -> bytes:
