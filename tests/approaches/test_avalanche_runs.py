@@ -5,6 +5,7 @@ Avalanche's loop, and `report --summary` over the results. Skipped without avala
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 from dataclasses import replace
@@ -60,6 +61,8 @@ def registry():  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("method", [name for name in RUNNABLE if not lookup(name).not_resumable])
 def test_every_runnable_strategy_resumes_with_the_uninterrupted_numbers(method: str, tmp_path: Path) -> None:
+    if method == "av-gem" and importlib.util.find_spec("quadprog") is None:
+        pytest.skip("av-gem needs quadprog (refused without it: test_gem_without_quadprog_is_refused)")
     spec = spec_for(method, "class" if method in CLASS_ONLY else "task", max_epochs=3)
     reference = run(tmp_path / "reference", method, spec)
     assert full_matrix(reference.rows)
@@ -95,6 +98,13 @@ def test_the_class_scenario_trains_over_every_class(method: str, tmp_path: Path)
 def test_class_incremental_strategies_are_refused_in_the_task_scenario(method: str, tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=f"approach {method}: .* does not run with data.scenario=task"):
         run(tmp_path, method, spec_for(method, "task"))
+
+
+def test_gem_without_quadprog_is_refused(tmp_path: Path, monkeypatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "quadprog" else real(name, *a))
+    with pytest.raises(SpecError, match="approach av-gem: GEM solves a quadratic programme with quadprog"):
+        run(tmp_path, "av-gem", spec_for("av-gem", "task"))
 
 
 def test_the_class_scenario_s_seen_loss_is_refused(tmp_path: Path) -> None:

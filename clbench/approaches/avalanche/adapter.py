@@ -22,6 +22,7 @@ lives inside its hooks; clbench's own methods add theirs); the class scenario tr
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import time
 from typing import Any, ClassVar
@@ -71,6 +72,9 @@ class AvalancheApproach(Approach):
         problem = avalanche_table.avalanche_problem()
         if problem is not None:
             return problem
+        if cls.strategy_class == "GEM" and importlib.util.find_spec("quadprog") is None:
+            return ("GEM solves a quadratic programme with quadprog (through qpsolvers), which is not installed: "
+                    "pip install quadprog")
         if data.scenario == "task" and cls.task_scenario_refusal:
             return f"{cls.strategy_class} does not run with data.scenario=task: {cls.task_scenario_refusal}"
         if data.scenario == "class" and training.class_loss != "all":
@@ -184,7 +188,7 @@ class AvalancheApproach(Approach):
 
     def strategy_outputs(self, inputs: torch.Tensor) -> torch.Tensor:
         """The network's outputs as the strategy's evaluation makes them: through its plugins' `after_eval_forward`
-        and `after_eval_iteration` (BiC's bias correction, CoPE's nearest prototypes)."""
+        and `after_eval_iteration` (CoPE's nearest prototypes)."""
         strategy = self.strategy
         strategy.mb_output = self.network(inputs)
         for event in ("after_eval_forward", "after_eval_iteration"):
@@ -246,10 +250,11 @@ class AvalancheApproach(Approach):
         """The network as the strategy left it (its structure too), then its weights and the strategy's state."""
         from clbench.approaches.avalanche import bridge
 
-        model = state.get("extra", {}).get("avalanche_model")
-        if model is not None and self.not_resumable:
+        extra = state.get("extra", {})
+        if "avalanche_strategy" in extra and self.not_resumable:
             raise SpecError(f"approach {self.name} cannot resume from its checkpoint: {self.not_resumable}; start "
                             f"the run over with --force")
+        model = extra.get("avalanche_model")
         if model is not None:
             self.strategy.model = bridge.load_model(model.numpy().tobytes()).to(self.device)
             self.network = self.strategy.model

@@ -316,7 +316,8 @@ class AvBiC(AvalancheApproach):
     name, strategy_class, signature = "av-bic", "BiC", f"{SIGNATURES}:1445"
     summary = "Avalanche's BiC (avalanche.training.BiC): bias correction"
     hyperparameters_class = BiCHyperparameters
-    not_resumable = "its bias layers and validation buffer are not restored from a checkpoint yet"
+    refusal = ("not adapted yet: its plugin reassigns the experience's dataset (to hold out its validation share), "
+               "which the experiences clbench builds with benchmark_from_datasets do not allow")
     task_scenario_refusal = "its bias layers correct the new classes' logits of one output (class-incremental)"
     refuses_domain = "its bias layers correct the new classes' logits of one output (class-incremental)"
 
