@@ -131,7 +131,13 @@ def avalanche_names() -> list[str]:
     """Avalanche's `av-*` methods that can run here: none without the extra (clbench runs as it does without it)."""
     if avalanche_table.avalanche_version() is None:
         return []
-    return [name for name in AVALANCHE_STRATEGIES if not getattr(lookup(name), "refusal", "")]
+    return [name for name, target in AVALANCHE_STRATEGIES.items() if not getattr(_unregistered(target), "refusal", "")]
+
+
+def _unregistered(target: str) -> type:
+    """The class a "module:Class" names, imported but not registered (listing a name registers nothing)."""
+    module_name, _, class_name = target.partition(":")
+    return getattr(importlib.import_module(module_name), class_name)
 
 
 def lookup(method: str) -> type[Approach]:
