@@ -17,6 +17,8 @@ import sys
 from typing import Any
 
 from clbench.approaches import BUILTINS
+from clbench.approaches import avalanche as avalanche_table
+from clbench.approaches.avalanche import STRATEGIES as AVALANCHE_STRATEGIES
 from clbench.approaches.base import Approach
 from clbench.approaches.plugins import (
     FILE_MODULE_PREFIX,
@@ -121,9 +123,25 @@ def load_entry_points() -> list[str]:
 
 
 def approach_names() -> list[str]:
-    """Registered approach names (built-ins, installed entry points, plugins loaded so far), sorted."""
+    """Registered approach names (built-ins, installed entry points, plugins loaded so far), sorted; with the extra
+    `avalanche` installed, also Avalanche's `av-*` strategies that can run here (loaded without importing
+    Avalanche). Without it, or for a strategy refused everywhere (pre-trained weights, a generator), `-m av-...`
+    is still looked up and refused in one line with the reason."""
     load_entry_points()
-    return sorted(REGISTRY)
+    return sorted({name for name in REGISTRY if name not in AVALANCHE_STRATEGIES} | set(avalanche_names()))
+
+
+def avalanche_names() -> list[str]:
+    """Avalanche's `av-*` methods that can run here: none without the extra (clbench runs as it does without it)."""
+    if avalanche_table.avalanche_version() is None:
+        return []
+    return [name for name, target in AVALANCHE_STRATEGIES.items() if not getattr(_unregistered(target), "refusal", "")]
+
+
+def _unregistered(target: str) -> type:
+    """The class a "module:Class" names, imported but not registered (listing a name registers nothing)."""
+    module_name, _, class_name = target.partition(":")
+    return getattr(importlib.import_module(module_name), class_name)
 
 
 def lookup(method: str) -> type[Approach]:
@@ -131,6 +149,8 @@ def lookup(method: str) -> type[Approach]:
     lists the valid ones."""
     if is_method_spec(method):
         method = load_method(method)
+    if method not in REGISTRY and method in AVALANCHE_STRATEGIES:
+        load_builtin(method, AVALANCHE_STRATEGIES[method])  # Avalanche's `av-*`: loaded when first named
     if method not in REGISTRY:
         load_entry_points()
     if method not in REGISTRY:
@@ -159,7 +179,8 @@ def origin_of(name: str) -> dict[str, Any]:
     """The provenance of approach `name`: its plugin origin, or `{"kind": "built-in", "module": ...}`."""
     if name in ORIGINS:
         return {key: value for key, value in ORIGINS[name].items() if key not in ("reload", "description")}
-    return {"kind": "built-in", "module": builtin_module(REGISTRY[name])}
+    library = getattr(REGISTRY[name], "library_origin", None)  # av-*: the Avalanche class and version that ran
+    return {"kind": "built-in", "module": builtin_module(REGISTRY[name]), **(library() if library else {})}
 
 
 def origin_label(name: str) -> str:

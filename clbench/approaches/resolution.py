@@ -164,7 +164,7 @@ def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedAppr
     as it acts: `class_loss` as in the spec's scenario (`scenario_training`), and a key the approach ignores
     (`Approach.ignores_training`) at a value no option changes (`_ignored_values`), so that an option that changes
     none of its numbers makes no new configuration."""
-    cls = REGISTRY[method]
+    cls = lookup(method)
     section = spec.approach_section(method)
     training_overrides = section.pop("training", None) or {}
     where = f"approaches.{method}"

@@ -24,7 +24,7 @@ def list_command(
     """List benchmarks and approaches, with each approach's parameter count per benchmark (or why it is refused)."""
     from rich.table import Table
 
-    from clbench.approaches.registry import REGISTRY, approach_names, origin_label
+    from clbench.approaches.registry import approach_names, lookup, origin_label
     from clbench.spec import benchmark_names, load_benchmark
 
     if method:
@@ -39,7 +39,7 @@ def list_command(
     approaches = Table("approach", "summary", title="Approaches")
     approaches.add_column("origin", overflow="fold")
     for name in approach_names():
-        approaches.add_row(name, REGISTRY[name].summary, origin_label(name))
+        approaches.add_row(name, lookup(name).summary, origin_label(name))
     out.print(approaches)
     if parameters:
         tables, notes = _parameter_table(specs, out.width)

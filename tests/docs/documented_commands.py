@@ -119,6 +119,7 @@ def problems(command: Documented) -> list[str]:
 
 
 def _value_problems(name: str, positional: list[str], values: dict[str, list[str]]) -> list[str]:
+    from clbench.approaches.avalanche import STRATEGIES as AVALANCHE_STRATEGIES
     from clbench.approaches.registry import REGISTRY
     from clbench.errors import ClbenchError
     from clbench.spec import benchmark_names, load_benchmark
@@ -142,7 +143,8 @@ def _value_problems(name: str, positional: list[str], values: dict[str, list[str
             if example is not None:
                 assert example.is_dir(), f"the example plugin {method} is documented but {example} is gone"
                 continue
-            if method and method not in REGISTRY and ":" not in method and not PLACEHOLDER.match(method):
+            known = method in REGISTRY or method in AVALANCHE_STRATEGIES  # av-*: known with or without the extra
+            if method and not known and ":" not in method and not PLACEHOLDER.match(method):
                 found.append(f"unknown method {method!r}")
     # a value in capitals (`data.n_tasks=N`) is a placeholder: that option is not resolved
     sets = [value for value in values.get("--set", []) if value and not PLACEHOLDER.match(value.partition("=")[2])]
