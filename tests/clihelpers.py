@@ -16,6 +16,8 @@ datasets:
 data: {kind: split, datasets: [my-arrays], classes_per_task: [2], form: mnist28}
 network: {kind: mlp, hidden: [8]}
 """
+NPZ_SPEC_IN_ORDER = NPZ_SPEC.replace("form: mnist28}", "form: mnist28, shuffle_tasks: false}")
+"""`NPZ_SPEC` with its tasks in the file's order (the run-file tests compare remade files with the originals)."""
 
 
 def flat(text: str) -> str:

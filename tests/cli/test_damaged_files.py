@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from clihelpers import TINY, flat, pasted_commands
+from clihelpers import NPZ_SPEC_IN_ORDER, TINY, flat, pasted_commands
 from filebuilders import constant_images, write_npz
 from resultbuilders import write_run, write_run_json
 from typer.testing import CliRunner
@@ -17,13 +17,7 @@ from clbench import run_files
 from clbench.cli import app
 
 runner = CliRunner()
-SPEC = """\
-name: mine
-datasets:
-  my-arrays: {format: npz, path: ./arrays.npz}
-data: {kind: split, datasets: [my-arrays], classes_per_task: [2], form: mnist28, shuffle_tasks: false}
-network: {kind: mlp, hidden: [8]}
-"""
+SPEC = NPZ_SPEC_IN_ORDER
 
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from clihelpers import flat
+from clihelpers import NPZ_SPEC_IN_ORDER, flat
 from filebuilders import constant_images, write_npz
 from typer.testing import CliRunner
 
@@ -35,13 +35,7 @@ from clbench.run_files import (
 )
 
 runner = CliRunner()
-SPEC = """\
-name: mine
-datasets:
-  my-arrays: {format: npz, path: ./arrays.npz}
-data: {kind: split, datasets: [my-arrays], classes_per_task: [2], form: mnist28, shuffle_tasks: false}
-network: {kind: mlp, hidden: [8]}
-"""
+SPEC = NPZ_SPEC_IN_ORDER
 METHODS = ("hat", "wsn", "gpm", "supsup", "packnet", "si", "sgd", "joint", "random")
 SETS = ["--set", "training.max_epochs=1", "--set", "training.batch_size=4", "--set", "training.eval_every=2"]
 DAMAGED_SEED = 2
