@@ -66,7 +66,8 @@ def offline(tmp_path: Path) -> list[str]:
 
 
 def paper_csv(results: Path, benchmark: str):  # type: ignore[no-untyped-def]
-    """`clbench report <benchmark> --paper --format csv` on a results folder, as a DataFrame by approach."""
+    """`clbench report <benchmark> --paper --format csv` on a results folder, as a DataFrame by approach (its first
+    CSV block: the comparison with the paper's table; pmnist's table beyond the paper's follows a blank line)."""
     import io
 
     import pandas as pd
@@ -76,4 +77,4 @@ def paper_csv(results: Path, benchmark: str):  # type: ignore[no-untyped-def]
 
     result = CliRunner().invoke(app, ["report", benchmark, "--results", str(results), "--paper", "--format", "csv"])
     assert result.exit_code == 0, result.output
-    return pd.read_csv(io.StringIO(result.output)).set_index("approach")
+    return pd.read_csv(io.StringIO(result.output.split("\n\n")[0])).set_index("approach")

@@ -108,6 +108,17 @@ def mnist2_config(method: str, max_epochs: int = 200, max_train_samples: int | N
                          "batch_size": 64, "eval_batch_size": 4096, "compile": False}}
 
 
+def pmnist_config(method: str, hidden: list[int], input_dropout: float, dropout: float,
+                  variant: str = "large") -> dict:
+    """A pmnist run's resolved config at the paper's protocol (all images, up to 200 epochs) with `hidden`."""
+    return {"benchmark": "pmnist", "variant": variant,
+            "data": {"max_train_samples": None, "max_test_samples": None},
+            "network": {"kind": "mlp", "hidden": hidden, "input_dropout": input_dropout, "dropout": dropout},
+            "method": method, "hyperparameters": {"c": 0.5} if method == "hat" else {},
+            "training": {"lr": 0.05, "lr_factor": 3, "lr_min": 1e-4, "patience": 5, "max_epochs": 200,
+                         "batch_size": 64}}
+
+
 def write_mnist2(results: Path, method: str, seeds: range, second_row, config: dict,
                  overrides: list[str] | None = None) -> None:
     for seed in seeds:

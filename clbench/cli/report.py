@@ -300,10 +300,9 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_a
              if (reporter := method_reporter(loaded, method)) is not None]
     sections += monitoring_sections(name, loaded, named, fmt)
     if request.paper:
-        from clbench.report.paper_results import build_paper_comparison, render_comparison
+        from clbench.report.paper_report import paper_sections
 
-        comparison = build_paper_comparison(results, name, results=loaded)
-        sections.append((name, "paper", render_comparison(comparison, fmt)))
+        sections += [(name, kind, text) for kind, text in paper_sections(results, name, loaded, fmt)]
     if request.tuning:
         sections.append((name, "tuning", _tuning_text(results, name, request.fmt, spec_argument)))
     if request.compare and comparisons is not None:

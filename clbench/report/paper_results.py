@@ -4,24 +4,26 @@ The HAT paper's tables (split MNIST tab:5MNIST, permuted MNIST tab:PMNIST, mixtu
 CIFAR tab:cifar1) are typed once in `paper_results.yaml` next to this module; `load_paper_results` reads them
 (accuracy in fractions, like clbench's results). `compare` is a pure function from our per-(approach, config,
 stage) cells to a comparison: ours, the paper's, the difference ours - paper, and the difference in units of the
-paper's std where it gives one. Every row lists how our runs differ from the paper's protocol (seeds, data
-subsampling, epochs, network, `--set` options); a row with any difference is flagged "not a reproduction".
+paper's std where it gives one, and whether ours is within the paper's std (`clbench.report.paper_verdict`). Every
+row lists how our runs differ from the paper's protocol (seeds, data subsampling, epochs, network, `--set` options);
+a row with any difference is flagged "not a reproduction". Every paper cell of an approach clbench has is a row,
+those without runs with the command that makes them.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clbench.errors import ResultsError
+from clbench.report.paper_verdict import verdict
 from clbench.spec.fields import flatten
 
 if TYPE_CHECKING:
-    from clbench.report.formatting import Table
     from clbench.report.loading import Results
     from clbench.report.statistics import Cell
     from clbench.report.tables import Report
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
 PROTOCOL_SECTIONS = ("data", "network", "training", "variant")
 NO_SPREAD = "–"
+VARIANT_ORDER = {"small": 0, "medium": 1, "large": 2}  # pmnist's rows, by network size
+DEFAULT_RUNS = 5  # the seeds a "no runs" command asks for where the paper does not say how many runs (tab:PMNIST)
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,8 @@ class PaperRow:
         parameters: the paper's parameter count text (`0.1M`, `Unknown*`), None where it gives none.
         source: the paper that reported the number, when it is not HAT's own run.
         primary: False for a table whose cells repeat another table's (not used for the comparison).
+        other_protocol: how `source`'s protocol differs from the HAT paper's, where the number was trained under
+            another protocol (then never called within: there is nothing to reproduce with the HAT protocol).
     """
 
     table: str
@@ -64,6 +70,7 @@ class PaperRow:
     parameters: str | None = None
     source: str | None = None
     primary: bool = True
+    other_protocol: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,8 @@ def load_paper_results(path: Path = PAPER_FILE) -> PaperResults:
                 approach=str(cell["approach"]), clbench_method=cell.get("clbench_method"),
                 variant=cell.get("variant"), stage=int(cell["stage"]), mean=_fraction(cell["mean"], percent),
                 std=None if std is None else _fraction(std, percent), seeds=table.get("seeds"),
-                parameters=cell.get("parameters"), source=cell.get("source"), primary=bool(table["primary"])))
+                parameters=cell.get("parameters"), source=cell.get("source"), primary=bool(table["primary"]),
+                other_protocol=cell.get("other_protocol")))
     return PaperResults(tuple(rows), data.get("protocol", {}))
 
 
@@ -141,7 +149,9 @@ class OurRow:
 
 @dataclass(frozen=True)
 class ComparisonRow:
-    """Ours beside one paper cell: difference = ours - paper; `in_paper_std` = difference / paper std."""
+    """Ours beside one paper cell: difference = ours - paper; `in_paper_std` = difference / paper std; `verdict`:
+    within the paper's std or not, or why not said (`clbench.report.paper_verdict.verdict`); `ran`: False for a
+    paper cell without runs here (its verdict: the command that makes them)."""
 
     label: str
     paper: PaperRow
@@ -149,11 +159,13 @@ class ComparisonRow:
     difference: float | None
     in_paper_std: float | None
     settings: tuple[str, ...]
+    verdict: str = ""
+    ran: bool = True
 
     @property
     def reproduction(self) -> bool:
-        """True when nothing differs from the paper's protocol."""
-        return not self.settings
+        """True when runs exist and nothing differs from the paper's protocol."""
+        return self.ran and not self.settings
 
 
 @dataclass
@@ -165,14 +177,20 @@ class Comparison:
     tables: list[str]
     rows: list[ComparisonRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    ours: list[OurRow] = field(default_factory=list)  # our rows compared (also what a table beyond the paper's shows)
 
     @property
     def reproduction(self) -> bool:
-        return all(row.reproduction for row in self.rows)
+        """True when every row with runs follows the paper's protocol (rows without runs say so themselves)."""
+        return all(row.reproduction for row in self.rows if row.ran)
 
 
-def compare(benchmark: str, ours: Sequence[OurRow], paper: PaperResults) -> Comparison:
-    """Each of our rows beside the paper's cells of the same method (and pmnist variant), stage by stage."""
+def compare(benchmark: str, ours: Sequence[OurRow], paper: PaperResults,
+            command_for: Callable[[PaperRow], str] | None = None) -> Comparison:
+    """Each of our rows beside the paper's cells of the same method (and pmnist variant), stage by stage; each
+    paper cell of an approach clbench has and no row of ours matches is a row without runs, its verdict the command
+    that makes them (`command_for`, default `no_runs_command`). Rows in the paper's order, pmnist's by network size
+    (small, medium, large)."""
     cells = paper.primary_rows(benchmark)
     if not cells:
         return Comparison(benchmark, None, [], notes=[
@@ -185,9 +203,16 @@ def compare(benchmark: str, ours: Sequence[OurRow], paper: PaperResults) -> Comp
             if row.variant is None and matching == []:
                 comparison.notes.append(f"{row.label}: its runs record no variant; not compared")
         comparison.rows += [compare_cell(row, cell) for cell in matching]
-    comparison.notes += _unmatched_notes(cells, {row.paper for row in comparison.rows})
+    matched = {row.paper for row in comparison.rows}
+    command_for = command_for or no_runs_command
+    comparison.rows += [no_runs_row(cell, command_for(cell)) for cell in cells
+                        if cell.clbench_method is not None and cell not in matched]
+    order = {cell: index for index, cell in enumerate(cells)}
+    comparison.rows.sort(key=lambda row: (VARIANT_ORDER.get(row.paper.variant or "", len(VARIANT_ORDER)),
+                                          order[row.paper], row.label))
+    comparison.notes += _unmatched_notes(cells)
     comparison.notes = _reproduction_notes(comparison.rows) + _quoted_notes(comparison.rows) + comparison.notes
-    if not comparison.rows:
+    if not any(row.ran for row in comparison.rows):
         comparison.notes.insert(0, _nothing_compared_note(comparison, cells, ours))
     return comparison
 
@@ -206,7 +231,8 @@ def _nothing_compared_note(comparison: Comparison, cells: Sequence[PaperRow], ou
 
 
 def compare_cell(row: OurRow, cell: PaperRow) -> ComparisonRow:
-    """Our row's cell at the paper cell's stage beside it, with the settings that differ (seed count included)."""
+    """Our row's cell at the paper cell's stage beside it, with the settings that differ (seed count included) and
+    the verdict (`clbench.report.paper_verdict.verdict`)."""
     ours = row.cells[cell.stage - 1] if cell.stage <= len(row.cells) and row.cells[cell.stage - 1].n else None
     settings = list(row.differences)
     if ours is None:
@@ -215,29 +241,68 @@ def compare_cell(row: OurRow, cell: PaperRow) -> ComparisonRow:
         settings.insert(0, f"{ours.n} {'seed' if ours.n == 1 else 'seeds'} (paper: {cell.seeds})")
     difference = ours.mean - cell.mean if ours is not None else None
     in_std = difference / cell.std if difference is not None and cell.std else None
-    return ComparisonRow(row.label, cell, ours, difference, in_std, tuple(settings))
+    other = f"the paper quotes {cell.source}'s number, another protocol (see the notes)" \
+        if cell.other_protocol else None
+    found = verdict(None if ours is None else ours.mean, 0 if ours is None else ours.n, cell.mean, cell.std,
+                    cell.metric, paper_seeds=cell.seeds, differences=tuple(settings if ours is None else
+                                                                           row.differences),
+                    other_protocol=other)
+    return ComparisonRow(row.label, cell, ours, difference, in_std, tuple(settings), found)
 
 
-def _unmatched_notes(cells: Sequence[PaperRow], matched: set[PaperRow]) -> list[str]:
-    missing = sorted({_paper_name(cell) for cell in cells if cell.clbench_method is not None and cell not in matched})
-    absent = sorted({_paper_name(cell) for cell in cells if cell.clbench_method is None})
-    notes = [f"paper rows without runs here: {', '.join(missing)}"] if missing else []
-    return notes + ([f"paper rows for approaches clbench does not implement: {', '.join(absent)}"] if absent else [])
+def no_runs_row(cell: PaperRow, command: str) -> ComparisonRow:
+    """A paper cell of an approach clbench has, without runs here: its verdict names the command that makes them."""
+    label = str(cell.clbench_method)
+    return ComparisonRow(label, cell, None, None, None, (), verdict(None, 0, cell.mean, cell.std, cell.metric,
+                                                                    command=command), ran=False)
+
+
+def no_runs_command(cell: PaperRow) -> str:
+    """`clbench train BENCHMARK -m METHOD --seeds 0-N [--set variant=V]`: the paper's number of runs (DEFAULT_RUNS
+    where it does not say), the cell's variant unless it is the spec's default (the spec is the paper's setting)."""
+    options = "".join(f" --set {option}" for option in variant_options(cell.benchmark, cell.variant))
+    return f"clbench train {cell.benchmark} -m {cell.clbench_method} --seeds {paper_seeds(cell)}{options}"
+
+
+def paper_seeds(cell: PaperRow) -> str:
+    """The seeds that make the paper's number of runs: `0-9` for 10, `0-4` (DEFAULT_RUNS) where it gives none."""
+    return f"0-{(cell.seeds or DEFAULT_RUNS) - 1}"
+
+
+def variant_options(benchmark: str, variant: str | None) -> list[str]:
+    """`["variant=medium"]` to select a variant that is not the shipped spec's default; [] otherwise."""
+    from clbench.spec import benchmark_names, load_benchmark
+
+    if variant is None or benchmark not in benchmark_names():
+        return []
+    return [] if getattr(load_benchmark(benchmark), "variant", None) == variant else [f"variant={variant}"]
+
+
+def paper_name(cell: PaperRow) -> str:
+    """The approach as the paper names it, with its parameter count on pmnist (`EWC (5.8M)`)."""
+    return f"{cell.approach} ({cell.parameters})" if cell.parameters and cell.benchmark == "pmnist" else cell.approach
+
+
+def _unmatched_notes(cells: Sequence[PaperRow]) -> list[str]:
+    absent = sorted({paper_name(cell) for cell in cells if cell.clbench_method is None})
+    return [f"paper rows for approaches clbench does not implement: {', '.join(absent)}"] if absent else []
 
 
 def _quoted_notes(rows: Sequence[ComparisonRow]) -> list[str]:
     """One note per paper cell beside ours that the paper quotes from another paper (`source`): trained under that
-    paper's protocol, not the HAT paper's, which is the one our settings are compared with."""
-    quoted = dict.fromkeys((_paper_name(row.paper), row.paper.source) for row in rows if row.paper.source)
+    paper's protocol, not the HAT paper's, which is the one our settings are compared with; with how that protocol
+    differs where the data file says (`other_protocol`)."""
+    quoted = dict.fromkeys((paper_name(row.paper), row.paper.source, row.paper.other_protocol) for row in rows
+                           if row.paper.source)
     return [f"{name}: the paper quotes this number from {source}, trained under {source}'s protocol, not the HAT "
-            f"paper's (the settings compared here)" for name, source in quoted]
+            f"paper's (the settings compared here)" + (f": {other}" if other else "") for name, source, other in quoted]
 
 
 def _reproduction_notes(rows: Sequence[ComparisonRow]) -> list[str]:
-    """One "not a reproduction" note per row label whose settings differ from the paper's."""
+    """One "not a reproduction" note per row label (with runs) whose settings differ from the paper's."""
     notes, seen = [], set()
     for row in rows:
-        if row.settings and row.label not in seen:
+        if row.ran and row.settings and row.label not in seen:
             seen.add(row.label)
             notes.append(f"NOT A REPRODUCTION: {row.label}: {'; '.join(row.settings)}")
     return notes
@@ -364,82 +429,16 @@ def build_paper_comparison(results_dir: Path, benchmark: str, *, results: Result
         return compare(benchmark, [], paper)
     results = results if results is not None else load_results(results_dir, benchmark)
     report = build_report(results_dir, benchmark, cells[0].metric, results=results)
-    comparison = compare(benchmark, our_rows(results, report, paper), paper)
+    ours = our_rows(results, report, paper)
+    comparison = compare(benchmark, ours, paper, command_for=lambda cell: results_command(results, cell))
+    comparison.ours = ours
     comparison.notes += [note for note in report.notes if note not in comparison.notes]
     return comparison
 
 
-# ---------------------------------------------------------------------------------------------- formatting
+def results_command(results: Results, cell: PaperRow) -> str:
+    """`no_runs_command` into the report's results folder (`clbench.report.commands.train_command`)."""
+    from clbench.report.commands import train_command
 
-HEADER = ["approach", "paper row", "t", "ours", "seeds", "paper", "difference", "difference / paper std",
-          "settings"]
-
-
-def comparison_table(comparison: Comparison) -> Table:
-    """The comparison as a text table; its title says whether the runs reproduce the paper's setting."""
-    from clbench.report.formatting import Table
-
-    scale, digits = (100.0, 1) if comparison.metric == "accuracy" else (1.0, 2)
-    rows = [[row.label, _paper_label(row.paper), str(row.paper.stage), _cell_text(row.ours, scale, digits),
-             str(row.ours.n) if row.ours is not None else "0", _paper_text(row.paper, scale, digits),
-             _signed(row.difference, scale, digits), _signed(row.in_paper_std, 1.0, 1),
-             "; ".join(row.settings) or "paper protocol"] for row in comparison.rows]
-    if not rows:
-        return Table([], [], notes=list(comparison.notes))
-    metric = "accuracy A<=t (%)" if comparison.metric == "accuracy" else "forgetting ratio rho<=t"
-    verdict = ("the paper's protocol" if comparison.reproduction
-               else "NOT A REPRODUCTION: settings differ from the paper's (see settings)")
-    title = f"{comparison.benchmark} vs the paper ({', '.join(comparison.tables)}), {metric}: {verdict}"
-    return Table(HEADER, rows, title, list(comparison.notes))
-
-
-def _paper_label(cell: PaperRow) -> str:
-    return f"{_paper_name(cell)} [{cell.table}]"
-
-
-def _paper_name(cell: PaperRow) -> str:
-    """The approach as the paper names it, with its parameter count on pmnist (`EWC (5.8M)`)."""
-    return f"{cell.approach} ({cell.parameters})" if cell.parameters and cell.benchmark == "pmnist" else cell.approach
-
-
-def _cell_text(cell: Cell | None, scale: float, digits: int) -> str:
-    if cell is None:
-        return NO_SPREAD
-    spread = NO_SPREAD if math.isnan(cell.std) else f"{cell.std * scale:.{digits}f}"
-    return f"{cell.mean * scale:.{digits}f} ({spread})"
-
-
-def _paper_text(cell: PaperRow, scale: float, digits: int) -> str:
-    spread = f" ({cell.std * scale:.{digits}f})" if cell.std is not None else ""
-    return f"{cell.mean * scale:.{digits}f}{spread}"
-
-
-def _signed(value: float | None, scale: float, digits: int) -> str:
-    return NO_SPREAD if value is None or not math.isfinite(value) else f"{value * scale:+.{digits}f}"
-
-
-def comparison_csv(comparison: Comparison) -> str:
-    """Tidy CSV: one row per (our approach, paper cell), raw fractions (accuracy not in percent)."""
-    import pandas as pd
-
-    records = [{"benchmark": comparison.benchmark, "table": row.paper.table, "approach": row.label,
-                "paper_approach": row.paper.approach, "variant": row.paper.variant, "metric": row.paper.metric,
-                "stage": row.paper.stage, "mean": row.ours.mean if row.ours else None,
-                "std": row.ours.std if row.ours else None, "seeds": row.ours.n if row.ours else 0,
-                "paper_mean": row.paper.mean, "paper_std": row.paper.std, "paper_seeds": row.paper.seeds,
-                "difference": row.difference, "difference_in_paper_std": row.in_paper_std,
-                "reproduction": row.reproduction, "settings": "; ".join(row.settings)} for row in comparison.rows]
-    columns = ["benchmark", "table", "approach", "paper_approach", "variant", "metric", "stage", "mean", "std",
-               "seeds", "paper_mean", "paper_std", "paper_seeds", "difference", "difference_in_paper_std",
-               "reproduction", "settings"]
-    frame = pd.DataFrame(records, columns=columns)
-    for column in ("seeds", "paper_seeds"):
-        frame[column] = frame[column].astype("Int64")
-    return frame.to_csv(index=False)
-
-
-def render_comparison(comparison: Comparison, fmt: str = "markdown") -> str:
-    """The comparison as markdown, csv, latex or html text."""
-    from clbench.report.render import render_tables
-
-    return comparison_csv(comparison) if fmt == "csv" else render_tables([comparison_table(comparison)], fmt)
+    return train_command(results, [str(cell.clbench_method)], paper_seeds(cell),
+                         variant_options(cell.benchmark, cell.variant))

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from clihelpers import paper_csv
 from importchecks import assert_imports_no_torch, cli_code
-from resultbuilders import mnist2_config, write_mnist2, write_run, write_run_json
+from resultbuilders import mnist2_config, pmnist_config, write_mnist2, write_run, write_run_json
 from typer.testing import CliRunner
 
 from clbench.cli import app
@@ -197,13 +197,14 @@ def test_runs_of_no_approach_in_the_paper_s_table_say_there_is_nothing_to_compar
     write_mnist2(tmp_path, "derpp", range(1), [0.70, 0.74], mnist2_config("derpp"))
     code, output = invoke("mnist2", "--results", str(tmp_path), "--paper")
     assert code == 0, output
-    assert output.splitlines()[0] == ("- nothing to compare with the paper (tab:5MNIST): no approach here (derpp) is "
-                                      "one of its hat, imm-mean, imm-mode, sgd")
+    assert output.splitlines()[0].endswith(": no runs here of its approaches")
+    assert ("- nothing to compare with the paper (tab:5MNIST): no approach here (derpp) is one of its hat, imm-mean, "
+            "imm-mode, sgd") in output.splitlines()
 
 
 def test_a_report_without_numbers_says_there_is_nothing_to_compare() -> None:
     comparison = compare("mnist2", [], load_paper_results())
-    assert comparison.rows == [] and comparison.notes[0] == (
+    assert not any(row.ran for row in comparison.rows) and comparison.notes[0] == (
         "nothing to compare with the paper (tab:5MNIST): no approach of mnist2 has a number in its metric (accuracy) "
         "here (see the notes below)")
 
@@ -212,8 +213,10 @@ def test_full_protocol_runs_show_the_papers_numbers_and_the_differences(tmp_path
     hat = mnist2_config("hat", max_epochs=50, hyperparameters={"smax": 400, "c": 0.1})
     write_mnist2(tmp_path, "hat", range(10), lambda seed: [0.97, 0.99] if seed < 5 else [0.99, 0.99], hat)
     write_mnist2(tmp_path, "sgd", range(10), [0.70, 0.74], mnist2_config("sgd"))
-    frame = paper_csv(tmp_path, "mnist2")
+    everything = paper_csv(tmp_path, "mnist2")
+    frame = everything[everything["seeds"] > 0]
     assert set(frame.index) == {"hat", "sgd"} and frame["reproduction"].all()
+    assert set(everything.index) - set(frame.index) == {"imm-mean", "imm-mode"}  # rows without runs
     # hat: A<=2 = 0.98 (seeds 0-4) and 0.99 (5-9): mean 0.985; paper 99.0% (0.0): no difference in stds
     assert frame.loc["hat", "mean"] == pytest.approx(0.985)
     assert frame.loc["hat", "paper_mean"] == pytest.approx(0.99)
@@ -228,11 +231,12 @@ def test_full_protocol_runs_show_the_papers_numbers_and_the_differences(tmp_path
     assert code == 0 and "NOT A REPRODUCTION" not in text and "the paper's protocol" in lines[0]
     sgd = next(line for line in lines if line.startswith("| sgd"))
     assert [cell.strip() for cell in sgd.strip("|").split("|")] == [
-        "sgd", "SGD [tab:5MNIST]", "2", "72.0 (0.0)", "10", "71.3 (1.5)", "+0.7", "+0.5", "paper protocol"]
+        "sgd", "SGD [tab:5MNIST]", "2", "72.0 (0.0)", "10", "71.3 (1.5)", "+0.7", "+0.5", "within", "paper protocol"]
     hat_line = next(line for line in lines if line.startswith("| hat"))
-    assert [cell.strip() for cell in hat_line.strip("|").split("|")][3:8] == [
-        "98.5 (0.5)", "10", "99.0 (0.0)", "-0.5", "–"]
-    assert "paper rows without runs here: IMM-Mean, IMM-Mode" in text
+    assert [cell.strip() for cell in hat_line.strip("|").split("|")][3:9] == [
+        "98.5 (0.5)", "10", "99.0 (0.0)", "-0.5", "–", "not within (-0.5)"]
+    assert everything.loc["imm-mean", "verdict"] == (
+        f"no runs: clbench train mnist2 -m imm-mean --seeds 0-9 --results {tmp_path}")
 
 
 def test_a_quick_run_is_not_a_reproduction_and_says_why(tmp_path: Path) -> None:
@@ -241,6 +245,7 @@ def test_a_quick_run_is_not_a_reproduction_and_says_why(tmp_path: Path) -> None:
     write_mnist2(tmp_path, "hat", range(2), [0.99, 0.99], config, overrides=quick)
     frame = paper_csv(tmp_path, "mnist2")
     assert not frame.loc["hat", "reproduction"]
+    assert frame.loc["hat", "verdict"] == "not the paper's protocol (see settings)"
     assert frame.loc["hat", "settings"].split("; ") == [
         "2 seeds (paper: 10)", "data.max_train_samples=600 (paper: all)", "training.max_epochs=5 (paper: 50)"]
     code, text = invoke("mnist2", "--results", str(tmp_path), "--paper")
@@ -256,14 +261,6 @@ def test_runs_without_run_json_are_flagged_with_their_set_options(tmp_path: Path
     assert settings == "settings unknown (no run.json with the resolved config); --set data.max_train_samples=600"
 
 
-def pmnist_config(method: str, hidden: list[int], input_dropout: float, dropout: float) -> dict:
-    return {"benchmark": "pmnist", "variant": "large", "data": {"max_train_samples": None, "max_test_samples": None},
-            "network": {"kind": "mlp", "hidden": hidden, "input_dropout": input_dropout, "dropout": dropout},
-            "method": method, "hyperparameters": {"c": 0.5} if method == "hat" else {},
-            "training": {"lr": 0.05, "lr_factor": 3, "lr_min": 1e-4, "patience": 5, "max_epochs": 200,
-                         "batch_size": 64}}
-
-
 def test_pmnist_large_is_compared_with_the_large_row(tmp_path: Path) -> None:
     matrix = [[0.98] * (t + 1) for t in range(10)]  # A<=10 = 0.98
     for method, config_hash in (("hat", "c0"), ("ewc", "c0")):
@@ -271,22 +268,26 @@ def test_pmnist_large_is_compared_with_the_large_row(tmp_path: Path) -> None:
             run_dir = write_run(tmp_path, method, seed, matrix, config_hash, benchmark="pmnist", variant="large",
                                 overrides=["variant=large"])
             write_run_json(run_dir, config=pmnist_config(method, [2000, 2000], 0.2, 0.5))
-    frame = paper_csv(tmp_path, "pmnist")
+    everything = paper_csv(tmp_path, "pmnist")
+    frame = everything[everything["seeds"] > 0]
     assert frame.loc["hat", "paper_approach"] == "HAT -- Large" and frame.loc["ewc", "paper_approach"] == "EWC"
     assert frame.loc["hat", "paper_mean"] == pytest.approx(0.986) and frame.loc["ewc", "paper_mean"] == 0.969
     assert set(frame["variant"]) == {"large"} and len(frame) == 2
     assert frame.loc["hat", "difference"] == pytest.approx(0.98 - 0.986)
     assert frame["reproduction"].all()  # the paper gives no seed count for this table
     code, text = invoke("pmnist", "--results", str(tmp_path), "--paper")
-    assert code == 0 and "HAT -- Large (5.8M) [tab:PMNIST]" in text and "91.6" not in text
-    assert "- paper rows without runs here: EWC (0.1M), HAT -- Medium (0.7M), HAT -- Small (0.1M)" in text
+    assert code == 0 and "HAT -- Large (5.8M) [tab:PMNIST]" in text
+    without = everything[everything["seeds"] == 0]
+    assert sorted(without["paper_approach"] + " " + without["variant"]) == [
+        "EWC small", "HAT -- Medium medium", "HAT -- Small small", "SI large", "SI small"]
 
 
 def test_pmnist_large_with_a_small_network_names_the_network_change(tmp_path: Path) -> None:
     matrix = [[0.9] * (t + 1) for t in range(10)]
     run_dir = write_run(tmp_path, "hat", 0, matrix, benchmark="pmnist", variant="large", overrides=[])
     write_run_json(run_dir, config=pmnist_config("hat", [100, 100], 0.0, 0.0))
-    settings = paper_csv(tmp_path, "pmnist").loc["hat", "settings"].split("; ")
+    frame = paper_csv(tmp_path, "pmnist")
+    settings = frame[frame["seeds"] > 0].loc["hat", "settings"].split("; ")
     assert settings == ["network.hidden=[100,100] (paper: [2000,2000])", "network.input_dropout=0 (paper: 0.2)",
                         "network.dropout=0 (paper: 0.5)"]
 
@@ -298,7 +299,9 @@ def test_mixture_forgetting_ratio_beside_tab_mixture1(tmp_path: Path) -> None:
         run_dir = write_run(tmp_path, "ewc", seed, [[0.9], [0.8, 0.9]], benchmark="mixture8", overrides=[])
         write_run_json(run_dir, config={"data": {"max_train_samples": None}, "training": {"max_epochs": 200}})
     code, text = invoke("mixture8", "--results", str(tmp_path), "--paper", "--format", "csv")
-    frame = pd.read_csv(io.StringIO(text)).set_index("stage")
+    everything = pd.read_csv(io.StringIO(text))
+    frame = everything[everything["approach"] == "ewc"].set_index("stage")
+    assert (everything[everything["approach"] != "ewc"]["seeds"] == 0).all()  # the other approaches: no runs
     # rho<=2 = ((0.8-0.5)/(0.9-0.5) - 1 + 0) / 2 = -0.125; paper EWC -0.08 (0.06)
     assert code == 0 and list(frame.index) == list(range(1, 9)) and set(frame["table"]) == {"tab:mixture1"}
     assert frame.loc[2, "mean"] == pytest.approx(-0.125)
@@ -332,7 +335,8 @@ def test_pmnist_si_runs_are_compared_with_the_si_row_and_its_source_is_named(tmp
     for seed in range(2):
         run_dir = write_run(tmp_path, "si", seed, matrix, benchmark="pmnist", variant="small", overrides=[])
         write_run_json(run_dir, config=small)
-    frame = paper_csv(tmp_path, "pmnist")
+    everything = paper_csv(tmp_path, "pmnist")
+    frame = everything[everything["seeds"] > 0]
     assert frame.loc["si", "paper_approach"] == "SI" and frame.loc["si", "paper_mean"] == pytest.approx(0.860)
     assert frame.loc["si", "difference"] == pytest.approx(0.87 - 0.860)
     code, text = invoke("pmnist", "--results", str(tmp_path), "--paper")
