@@ -105,6 +105,23 @@ def test_every_accuracy_cell_matches_the_tex_in_order(tex: str, label: str) -> N
     assert found == expected and len(found) == {"tab:5MNIST": 6, "tab:PMNIST": 12}[label]
 
 
+def test_pmnist_quoted_numbers_name_the_paper_of_their_superscript(tex: str) -> None:
+    """tab:PMNIST's caption maps superscript (1) to Nguyen17ARXIV and (2) to He18ICLR; each row with a superscript
+    is typed with that source and says how that paper's protocol differs."""
+    start = tex.index("\\label{tab:PMNIST}")
+    caption = tex[tex.rindex("\\caption{", 0, start):start]
+    papers = dict(re.findall(r"\((\d)\)~\\citet\{(\w+)\}", caption))
+    assert papers == {"1": "Nguyen17ARXIV", "2": "He18ICLR"}
+    lines = [line for line in table_body(tex, "tab:PMNIST").splitlines() if "$^" in line]
+    marked = {(line.split("~")[0].strip(), re.search(r"& (\d\.\d)\\,M", line)[1] + "M", papers[line.split("$^")[1][0]])
+              for line in lines}
+    assert marked == {("SI", "0.1M", "Nguyen17ARXIV"), ("EWC", "0.1M", "He18ICLR")}
+    for approach, parameters, source in marked:
+        row = next(row for row in load_paper_results().rows
+                   if (row.table, row.approach, row.parameters) == ("tab:PMNIST", approach, parameters))
+        assert row.source == source and row.other_protocol and "one output" in row.other_protocol
+
+
 def test_mixture0_repeats_mixture1_at_t2_and_t8() -> None:
     for method in NAMES.values():
         for stage in (2, 8):
