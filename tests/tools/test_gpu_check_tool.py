@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -72,6 +72,20 @@ def test_an_injected_failure_fails_its_part_and_the_later_parts_still_run(dry_ru
         assert {jobs: (s["runs_complete"], s["tasks_done"]) for jobs, s in settings.items()} == \
             {"3": (3, 6), "1": (3, 6)}
         assert parts[6]["figures"]["tasks_done"] == 2 and parts[6]["figures"]["status"] == "complete"
+        # its --set options: the large network, then --dry's tiny sizes (which the GPU run has not: see below)
+        options = parts[6]["figures"]["command"].split("--set ")[1:]
+        assert [option.split()[0] for option in options] == [
+            "variant=large", "data.n_tasks=2", "data.max_train_samples=200", "data.max_test_samples=200",
+            "training.max_epochs=1"]
+
+
+def test_part_6_is_the_large_network_at_the_full_protocol(gpu_check: ModuleType) -> None:
+    """On the GPU (no --dry) part 6 trains pmnist HAT 784-2000-2000 for one seed with no other `--set`: the paper's
+    full protocol (all images, up to 200 epochs with early stopping)."""
+    runs = sibling("gpu_check_runs")
+    assert runs.short(SimpleNamespace(dry=False), "variant=large") == ["--set", "variant=large"]
+    assert "data.max_train_samples=200" in runs.short(SimpleNamespace(dry=True), "variant=large")
+    assert runs.PAPER_LARGE == 98.6  # hat-icml2018.tex line 624, HAT -- Large
 
 
 def test_the_dry_check_measures_what_each_part_names(dry_run: tuple[int, Path, bool]) -> None:
