@@ -24,13 +24,13 @@ summarize, Student-t, per-run forgetting-ratio values against matched references
 cell is written), `render` (markdown / LaTeX / HTML / CSV), `monitoring` (approach-owned reporters), `formatting`
 (`Table` and number formats), `figures` (matplotlib, `--plot`), `heatmaps` (accuracy-matrix heat maps), `html_page`
 and `html_sections` (the one-page HTML report, `--html`), `paper_results` (the paper's published numbers
-beside ours, `--paper`), `paper_verdict` (within the paper's std or not), `paper_beyond` (pmnist's table beyond the
-paper's) and `paper_report` (`--paper`'s output), `comparison`, `ranking` and `significance` (`--compare`: paired
-tests across seeds, ranks across benchmarks, and the statistics as pure functions) and `sections` (how
-`clbench report` joins its tables). Code
-imports a name from the module that defines it. This package exports only what a monitoring reporter imports (a
-plugin's too, without torch; the same objects as `clbench.api`'s): `MonitoringReporter`, `Results`, `Table`,
-`format_seeds`, `plain`, `read_parquet_files` and `run_values`.
+beside ours, `--paper`), `paper_verdict` (within the paper's std or not), `paper_commands` (what makes a cell's
+runs), `paper_beyond` (pmnist's table beyond the paper's) and `paper_report` (`--paper`'s output), `comparison`,
+`ranking` and `significance` (`--compare`: paired tests across seeds, ranks across benchmarks, and the statistics
+as pure functions) and `sections` (how `clbench report` joins its tables). Code imports a name from the module
+that defines it. This package exports only what a monitoring reporter imports (a plugin's too, without torch; the
+same objects as `clbench.api`'s): `MonitoringReporter`, `Results`, `Table`, `format_seeds`, `plain`,
+`read_parquet_files` and `run_values`.
 """
 
 from __future__ import annotations

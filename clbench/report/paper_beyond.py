@@ -19,7 +19,7 @@ from clbench.report.cells import format_cell
 from clbench.report.commands import option_section, stored_overrides, train_command
 from clbench.report.formatting import Table, format_seeds
 from clbench.report.notes import one_note_per_cause
-from clbench.report.paper_results import variant_options
+from clbench.report.paper_commands import variant_options
 from clbench.report.statistics import Cell, match_reference, reference_candidates, run_values
 from clbench.report.tables import stage_cells
 

@@ -13,6 +13,7 @@ from clbench.report.paper_beyond import BEYOND, beyond_csv, beyond_table, build_
 from clbench.report.paper_results import (
     NO_SPREAD,
     Comparison,
+    ComparisonRow,
     PaperRow,
     build_paper_comparison,
     load_paper_results,
@@ -47,13 +48,18 @@ def paper_sections(results_dir: Path, benchmark: str, results: Results, fmt: str
 
 
 def comparison_table(comparison: Comparison) -> Table:
-    """The comparison as a text table; its title says whether the runs reproduce the paper's setting."""
+    """The comparison as a text table; its title says whether the runs reproduce the paper's setting. A paper row
+    without runs over several stages (the forgetting-ratio tables) is one line, its stages as a range (`1-8`)."""
     scale, digits = (100.0, 1) if comparison.metric == "accuracy" else (1.0, 2)
-    rows = [[row.label, f"{paper_name(row.paper)} [{row.paper.table}]", str(row.paper.stage),
-             _cell_text(row.ours, scale, digits), str(row.ours.n) if row.ours is not None else "0",
-             _paper_text(row.paper, scale, digits), _signed(row.difference, scale, digits),
-             _signed(row.in_paper_std, 1.0, 1), row.verdict,
-             ("; ".join(row.settings) or "paper protocol") if row.ran else NO_SPREAD] for row in comparison.rows]
+    rows: list[list[str]] = []
+    for row, stages in _collapsed(comparison.rows):
+        one = len(stages) == 1
+        rows.append([row.label, f"{paper_name(row.paper)} [{row.paper.table}]",
+                     str(stages[0]) if one else f"{stages[0]}-{stages[-1]}", _cell_text(row.ours, scale, digits),
+                     str(row.ours.n) if row.ours is not None else "0",
+                     _paper_text(row.paper, scale, digits) if one else NO_SPREAD,
+                     _signed(row.difference, scale, digits), _signed(row.in_paper_std, 1.0, 1), row.verdict,
+                     ("; ".join(row.settings) or "paper protocol") if row.ran else NO_SPREAD])
     if not rows:
         return Table([], [], notes=list(comparison.notes))
     metric = "accuracy A<=t (%)" if comparison.metric == "accuracy" else "forgetting ratio rho<=t"
@@ -62,6 +68,20 @@ def comparison_table(comparison: Comparison) -> Table:
                else "NOT A REPRODUCTION: settings differ from the paper's (see settings)")
     title = f"{comparison.benchmark} vs the paper ({', '.join(comparison.tables)}), {metric}: {verdict}"
     return Table(HEADER, rows, title, [*comparison.notes, WITHIN_NOTE])
+
+
+def _collapsed(rows: list[ComparisonRow]) -> list[tuple[ComparisonRow, list[int]]]:
+    """Each row with its stages: consecutive rows without runs of the same approach and paper row merged."""
+    merged: list[tuple[ComparisonRow, list[int]]] = []
+    for row in rows:
+        last = merged[-1][0] if merged else None
+        if last is not None and not row.ran and not last.ran and (last.label, last.paper.approach,
+                                                                  last.paper.variant) == (
+                row.label, row.paper.approach, row.paper.variant):
+            merged[-1][1].append(row.paper.stage)
+        else:
+            merged.append((row, [row.paper.stage]))
+    return merged
 
 
 def _cell_text(cell: Cell | None, scale: float, digits: int) -> str:

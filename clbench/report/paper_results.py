@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clbench.errors import ResultsError
+from clbench.report.paper_commands import no_runs_command, results_command
 from clbench.report.paper_verdict import verdict
 from clbench.spec.fields import flatten
 
@@ -32,7 +33,6 @@ PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
 PROTOCOL_SECTIONS = ("data", "network", "training", "variant")
 NO_SPREAD = "–"
 VARIANT_ORDER = {"small": 0, "medium": 1, "large": 2}  # pmnist's rows, by network size
-DEFAULT_RUNS = 5  # the seeds a "no runs" command asks for where the paper does not say how many runs (tab:PMNIST)
 
 
 @dataclass(frozen=True)
@@ -257,27 +257,6 @@ def no_runs_row(cell: PaperRow, command: str) -> ComparisonRow:
                                                                     command=command), ran=False)
 
 
-def no_runs_command(cell: PaperRow) -> str:
-    """`clbench train BENCHMARK -m METHOD --seeds 0-N [--set variant=V]`: the paper's number of runs (DEFAULT_RUNS
-    where it does not say), the cell's variant unless it is the spec's default (the spec is the paper's setting)."""
-    options = "".join(f" --set {option}" for option in variant_options(cell.benchmark, cell.variant))
-    return f"clbench train {cell.benchmark} -m {cell.clbench_method} --seeds {paper_seeds(cell)}{options}"
-
-
-def paper_seeds(cell: PaperRow) -> str:
-    """The seeds that make the paper's number of runs: `0-9` for 10, `0-4` (DEFAULT_RUNS) where it gives none."""
-    return f"0-{(cell.seeds or DEFAULT_RUNS) - 1}"
-
-
-def variant_options(benchmark: str, variant: str | None) -> list[str]:
-    """`["variant=medium"]` to select a variant that is not the shipped spec's default; [] otherwise."""
-    from clbench.spec import benchmark_names, load_benchmark
-
-    if variant is None or benchmark not in benchmark_names():
-        return []
-    return [] if getattr(load_benchmark(benchmark), "variant", None) == variant else [f"variant={variant}"]
-
-
 def paper_name(cell: PaperRow) -> str:
     """The approach as the paper names it, with its parameter count on pmnist (`EWC (5.8M)`)."""
     return f"{cell.approach} ({cell.parameters})" if cell.parameters and cell.benchmark == "pmnist" else cell.approach
@@ -434,11 +413,3 @@ def build_paper_comparison(results_dir: Path, benchmark: str, *, results: Result
     comparison.ours = ours
     comparison.notes += [note for note in report.notes if note not in comparison.notes]
     return comparison
-
-
-def results_command(results: Results, cell: PaperRow) -> str:
-    """`no_runs_command` into the report's results folder (`clbench.report.commands.train_command`)."""
-    from clbench.report.commands import train_command
-
-    return train_command(results, [str(cell.clbench_method)], paper_seeds(cell),
-                         variant_options(cell.benchmark, cell.variant))

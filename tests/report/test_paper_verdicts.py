@@ -177,3 +177,19 @@ def test_medium_runs_are_not_in_the_small_table_beyond_the_paper(tmp_path: Path)
     result = CliRunner().invoke(app, ["report", "pmnist", "--results", str(tmp_path), "--paper", "--format", "csv"])
     blocks = result.output.split("\n\n")
     assert len(blocks) == 2 and pd.read_csv(io.StringIO(blocks[1])).empty
+
+
+def test_a_forgetting_ratio_cell_without_runs_asks_for_the_references_too_on_one_line(tmp_path: Path) -> None:
+    for seed in range(2):
+        write_run(tmp_path, "joint", seed, [[0.9], [0.9, 0.9]], benchmark="mixture8", overrides=[])
+        write_run(tmp_path, "random", seed, [[0.5], [0.5, 0.5]], benchmark="mixture8", overrides=[])
+        write_run_json(write_run(tmp_path, "ewc", seed, [[0.9], [0.8, 0.9]], benchmark="mixture8", overrides=[]),
+                       config={"data": {"max_train_samples": None}, "training": {"max_epochs": 200}})
+    frame = paper_csv(tmp_path, "mixture8")
+    hat = frame.loc[["hat"]]
+    assert list(hat["stage"]) == list(range(1, 9))  # every cell in the CSV
+    assert set(hat["verdict"]) == {f"no runs: clbench train mixture8 -m hat,joint,random --seeds 0-9 --results "
+                                   f"{tmp_path}"}
+    lines = [line for line in report(tmp_path, "mixture8").splitlines() if line.startswith("| hat ")]
+    cells = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    assert len(lines) == 1 and cells[2] == "1-8" and cells[5] == "–"  # one line, no single paper value
