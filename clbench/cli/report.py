@@ -99,7 +99,9 @@ def report(
         "--output", "-o", help="Write the tables to this file too.")] = None,
     paper: Annotated[bool, typer.Option(
         "--paper", help="The paper's published numbers beside ours (same approach, stage and pmnist variant), with "
-                        "the settings where our runs differ.")] = False,
+                        "the settings where our runs differ, whether ours is within the paper's std (1 point "
+                        "without one), and the command that makes each cell without runs; on pmnist, a table "
+                        "beyond the paper's (its baselines beside HAT, with the forgetting ratio).")] = False,
     tuning: Annotated[bool, typer.Option(
         "--tuning", help="Each tuned file of `clbench tune`: every grid point's validation score (and test score), "
                          "the chosen point, a warning when test would have chosen another, and the seeds trained "
