@@ -7,11 +7,12 @@
 Needs the extra `avalanche` (avalanche-lib 0.6). `SplitMNIST(n_experiences=5, fixed_class_order=[0..9],
 return_task_id=False)`: digits in order, 0-1 first, no task labels (class-incremental), its inputs normalised by
 MNIST's mean and std (Avalanche's default transform) as clbench's; its `SimpleMLP(hidden_size=100, hidden_layers=2,
-drop_rate=0)` (784-100-100, one linear output over the 10 classes, PyTorch's default initialisation); plain SGD at
-`--lr`; batch 10, one epoch per experience; Naive, Replay (`mem_size`) or DER (`mem_size`, `batch_size_mem` 10,
-`alpha`, `beta`). `--mnist` is a folder with MNIST's four upstream `.gz` files (copied into a temporary torchvision
-layout; nothing is downloaded). One CPU thread. Prints one line: the final accuracy over the 10,000 test images
-(Avalanche's stream top-1, the class-IL accuracy) and the script's wall seconds, import included. Not a test.
+drop_rate=0)` (784-100-100, one linear output over the 10 classes, PyTorch's default initialisation; `--xavier`:
+clbench's instead); plain SGD at `--lr`; batch 10, one epoch per experience; Naive, Replay (`mem_size`) or DER
+(`mem_size`, `batch_size_mem` 10, `alpha`, `beta`). `--mnist` is a folder with MNIST's four upstream `.gz` files
+(copied into a temporary torchvision layout; nothing is downloaded). One CPU thread. Prints one line: the final
+accuracy over the 10,000 test images (Avalanche's stream top-1, the class-IL accuracy) and the script's wall
+seconds, import included. Not a test.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--alpha", type=float, default=0.1)
     parser.add_argument("--beta", type=float, default=0.5)
     parser.add_argument("--mnist", type=Path, required=True, help="folder with MNIST's four .gz files")
+    parser.add_argument("--xavier", action="store_true",
+                        help="clbench's initialisation instead of PyTorch's: Xavier-uniform weights, zero biases "
+                             "(clbench/nets/common.py reset_parameters)")
     return parser.parse_args()
 
 
@@ -60,6 +64,11 @@ def main() -> None:
         benchmark = SplitMNIST(n_experiences=5, seed=args.seed, fixed_class_order=list(range(10)),
                                return_task_id=False, dataset_root=root)
         model = SimpleMLP(num_classes=10, hidden_size=100, hidden_layers=2, drop_rate=0)
+        if args.xavier:
+            for module in model.modules():
+                if isinstance(module, torch.nn.Linear):
+                    torch.nn.init.xavier_uniform_(module.weight)
+                    torch.nn.init.zeros_(module.bias)
         common = {"optimizer": torch.optim.SGD(model.parameters(), lr=args.lr),
                   "criterion": torch.nn.CrossEntropyLoss(), "train_mb_size": 10, "train_epochs": 1,
                   "eval_mb_size": 1000, "device": "cpu",
@@ -75,7 +84,8 @@ def main() -> None:
             strategy.train(experience)
         results = strategy.eval(benchmark.test_stream)
     accuracy = next(value for key, value in results.items() if key.startswith("Top1_Acc_Stream/eval_phase/test"))
-    print(f"{args.strategy} seed {args.seed} lr {args.lr}: final class-IL accuracy {100 * accuracy:.2f}%, "
+    init = " xavier" if args.xavier else ""
+    print(f"{args.strategy} seed {args.seed} lr {args.lr}{init}: final class-IL accuracy {100 * accuracy:.2f}%, "
           f"{time.perf_counter() - START:.1f} s")
 
 
