@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import importlib.util
+import os
 import re
 import sys
 from pathlib import Path
@@ -81,8 +83,42 @@ def test_the_installed_metadata_carries_clbench_s_version() -> None:
 
 
 SKIPPED_WITHOUT_EXTRA = {"avalanche": "avalanche"}
-"""Imported by tests that skip without it (`pytest.importorskip`): module -> the extra that installs it (issue 59:
-CI does not install the avalanche extra yet)."""
+"""Imported by tests that skip without it (`pytest.importorskip`): module -> the extra that installs it. CI installs
+each of these extras, so there their tests run (the two tests below)."""
+CI_SCRIPT = REPO / ".ci" / "run"
+
+
+def installed_extras(script: str) -> set[str]:
+    """The extras that a CI script's `pip install ... -e '.[a,b]'` lines install, e.g. {"dev", "avalanche"}."""
+    extras: set[str] = set()
+    for line in script.splitlines():
+        if line.lstrip().startswith("#") or "pip install" not in line:
+            continue
+        for group in re.findall(r"-e\s+['\"]?\.\[([^\]]*)\]", line):
+            extras.update(name.strip() for name in group.split(",") if name.strip())
+    return extras
+
+
+def test_installed_extras_reads_every_install_line() -> None:
+    script = ("# pip install -e '.[commented]'\n.venv/bin/pip install --quiet -e '.[dev]'\n"
+              "pip install -e \".[ray, avalanche]\" && echo\npython -m build .[wheel]\n")
+    assert installed_extras(script) == {"dev", "ray", "avalanche"}
+
+
+def test_ci_installs_the_extras_the_tests_skip_without() -> None:
+    """CI's script installs every extra whose tests would otherwise skip (issue 59: the av-* tests run in CI)."""
+    missing = set(SKIPPED_WITHOUT_EXTRA.values()) - installed_extras(CI_SCRIPT.read_text())
+    assert not missing, f".ci/run does not install the extra(s) {sorted(missing)}: their tests would skip in CI"
+
+
+@pytest.mark.skipif(os.environ.get("CI") != "true", reason="outside CI an extra may be absent (its tests skip)")
+def test_under_ci_no_test_skips_for_want_of_an_extra() -> None:
+    """In CI (CI=true, which .ci/run exports) every module the tests skip without is importable, so the skip cannot
+    silently return: a CI that lost the extra fails here instead of passing with the av-* tests skipped."""
+    absent = {module: extra for module, extra in SKIPPED_WITHOUT_EXTRA.items()
+              if importlib.util.find_spec(module) is None}
+    extras = ",".join(sorted(set(absent.values())))
+    assert not absent, f"CI=true but not installed: {sorted(absent)}: pip install -e '.[{extras}]'"
 
 
 def test_every_module_the_tests_import_is_declared_for_development(project: dict) -> None:
