@@ -8,15 +8,19 @@ FLOPs are those `FlopCounterMode` counts: the multiply-adds of matrix products a
 backward), two FLOPs each; element-wise work (activations, the optimiser's update, a dot product) is not counted.
 
 The real-time stream (Ghunaim et al., "Real-Time Evaluation in Online Continual Learning: A New Hope", CVPR 2023,
-section 3): the stream reveals one batch per unit of compute, the unit being one step of the cheapest method (SGD's
-step on the same network and batch); a method whose step costs k units is busy while k batches arrive and trains on
-the batch that is the newest when it is free again. Their code (Yasir-Ghunaim/RealtimeOCL
-`avalanche_extend/benchmarks/training/supervised/delay.py`, `Delay.is_training_batch`, lines 70-81 at 3f155f9)
-trains batch i when `i % (int(batch_delay) + 1) == 0` for a whole cost k = batch_delay + 1, and writes out the two
-fractional costs it uses by hand: k = 4/3 (LwF: `i % 4 < 3`, batches 0, 1, 2 of every 4) and k = 5/2 (MIR: `i % 5
-in (0, 2)`). `realtime_batches` is one rule that gives all three: step m starts at time m k (in batch arrivals)
-and trains batch floor(m k), with k the exact ratio of two FLOP counts (no rounding, a `Fraction`). A step cheaper
-than the unit (k < 1) waits for the next batch: every batch is trained once, none twice.
+section 3): the stream reveals one batch per unit of compute; a method whose step costs k units is busy while k
+batches arrive and trains on the batch that is the newest when it is free again. Their code
+(Yasir-Ghunaim/RealtimeOCL at 0bc8bb4, `avalanche_extend/benchmarks/training/supervised/delay.py`,
+`Delay.is_training_batch`, lines 89-101) trains batch i when `i % (int(batch_delay) + 1) == 0` for a whole cost
+k = batch_delay + 1, and writes out the two fractional costs it uses by hand: k = 4/3 (LwF: `i % 4 < 3`, batches
+0, 1, 2 of every 4) and k = 5/2 (MIR: `i % 5 in (0, 2)`). `realtime_batches` is one rule that gives all three:
+step m starts at time m k (in batch arrivals) and trains batch floor(m k). Their k is a count of passes checked
+against a profiler and rounded to it (`measuring_delay.md` lines 101-103: 1309.11 G / 657.93 G = 2, the delay
+2 - 1 = 1); clbench's counts are exact, so k is the exact ratio of two FLOP counts, a `Fraction`, not rounded.
+Their unit is their baseline ER's step (`measuring_delay.md` line 21); clbench's is SGD's step on the same network
+and batch (issue 61), so a replay method that joins one replayed batch to the stream's costs 2 here and 1 there. A
+step cheaper than the unit (k < 1: GDumb's stream step only stores) waits for the next batch: every batch is
+trained once, none twice.
 """
 
 from __future__ import annotations

@@ -295,8 +295,9 @@ for _metric in (
            "approach's own work (fits, bias stages, exemplar selection), counted by torch's FlopCounterMode on "
            "sampled steps (docs/compute.md)", "Prabhu et al. 2023 (computationally budgeted CL)",
            peers=f"None of {MAMMOTH}, {FACIL} or {AVALANCHE} counts FLOPs. Ghunaim et al. (Yasir-Ghunaim/RealtimeOCL "
-                 "`measuring_delay.md`, 0bc8bb4) profile the forward passes with DeepSpeed's FlopsProfiler and add "
-                 "twice that for the backward, by hand.", higher_is_better=False),
+                 "`measuring_delay.md`, 0bc8bb4) count passes by hand, check the forward ones with DeepSpeed's "
+                 "FlopsProfiler (twice that added for the backward) and apply each method's cost as the delay of "
+                 "`avalanche_extend/benchmarks/training/supervised/delay.py` (0bc8bb4).", higher_is_better=False),
 ):
     register(_metric)
 
