@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 PERCENT, RATIO = "percent", "ratio"
-STEPS = "steps"
-UNITS = (PERCENT, RATIO, STEPS)
-"""How a metric's values are written: `percent` (accuracy points: x 100, one decimal), `ratio` (two decimals) or
-`steps` (optimiser steps, whole numbers)."""
+STEPS, FLOPS = "steps", "flops"
+UNITS = (PERCENT, RATIO, STEPS, FLOPS)
+"""How a metric's values are written: `percent` (accuracy points: x 100, one decimal), `ratio` (two decimals),
+`steps` (optimiser steps, whole numbers) or `flops` (floating-point operations, with a prefix: `1.25 GFLOP`)."""
 
 INPUTS: dict[str, str] = {
     "learned": "the run's T x T accuracy matrix A^{u<=t} of the tasks learned (on and below the diagonal)",
@@ -40,6 +40,8 @@ INPUTS: dict[str, str] = {
     "random": "A_R of the run's matching random reference: length-T A_R^u (task-aware, the domain scenario), or "
               "T x T A_R^{u<=t} (task-agnostic: the chance level of each stage); `clbench.metrics.random_reference`",
     "margin": "the T x T smallest clearly positive A_J - A_R (`clbench.metrics.reference_gap_margin`)",
+    "flops": "the run's training FLOPs of each stage (`stage_train_flops`: `clbench.approaches.flops`), length T; a "
+             "run that did not store them is left out",
     "curve": "the run's continual-evaluation curve (`curve.parquet`, `training.eval_every`) in the chosen evaluation: "
              "step, stage, task, at, accuracy (`clbench.curve_metrics`); a run without one is left out",
 }
@@ -73,7 +75,7 @@ SOURCES: dict[str, Source] = {
 
 INPUT_SOURCES: dict[str, str] = {"learned": ACCURACY_ROWS, "stored": ACCURACY_ROWS, "full": ACCURACY_ROWS,
                                  "initial": ACCURACY_ROWS, "joint": ACCURACY_ROWS, "random": ACCURACY_ROWS,
-                                 "margin": ACCURACY_ROWS, "curve": CURVE}
+                                 "margin": ACCURACY_ROWS, "flops": ACCURACY_ROWS, "curve": CURVE}
 """The stored source (`SOURCES`) each input (`INPUTS`) is built from."""
 
 
@@ -288,6 +290,14 @@ for _metric in (
                  "before the method's `begin_task`), neither at initialisation. CLArena "
                  "(`clarena/pipelines/cl_full_eval.py` `evaluate_and_save_fwt_to_csv`, bf58528): A^{u<=u} minus "
                  f"the accuracy of an independently trained model on u, another quantity. {FACIL}: none."),
+    Metric("train-flops", "FLOPs", FLOPS, "training FLOPs", ("flops",), "clbench.metrics:cumulative_flops",
+           "sum_{s<=t} FLOPs of stage s's training: every step (replay passes, projections), validation pass and the "
+           "approach's own work (fits, bias stages, exemplar selection), counted by torch's FlopCounterMode on "
+           "sampled steps (docs/compute.md)", "Prabhu et al. 2023 (computationally budgeted CL)",
+           peers=f"None of {MAMMOTH}, {FACIL} or {AVALANCHE} counts FLOPs. Ghunaim et al. (Yasir-Ghunaim/RealtimeOCL "
+                 "`measuring_delay.md`, 0bc8bb4) count passes by hand, check the forward ones with DeepSpeed's "
+                 "FlopsProfiler (twice that added for the backward) and apply each method's cost as the delay of "
+                 "`avalanche_extend/benchmarks/training/supervised/delay.py` (0bc8bb4).", higher_is_better=False),
 ):
     register(_metric)
 

@@ -326,3 +326,9 @@ def forward_transfer_by_stage(accuracy: np.ndarray, initial: np.ndarray) -> np.n
     for t in range(1, size):
         values[t] = float(before[:t].mean())
     return values
+
+
+def cumulative_flops(flops: np.ndarray) -> np.ndarray:
+    """The training FLOPs up to each stage t: sum_{s<=t} flops[s] (length T; NaN from a stage whose count is
+    missing on)."""
+    return np.cumsum(np.asarray(flops, dtype=float))

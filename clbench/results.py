@@ -76,6 +76,7 @@ COLUMNS = [
     "scenario", "class_loss", "evaluation", "split", "stage", "task", "task_name", "accuracy", "loss", "n_test",
     "stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds", "stage_eval_seconds",
     "memory_samples", "memory_bytes",
+    "stage_train_flops", "stage_eval_flops", "stage_step_flops", "stage_stream_batches", "stage_unit_flops",
     "clbench_version", "git_commit", "torch_version", "cuda_version", "device", "hostname",
     "started_utc", "finished_utc", "tuned_sha256", "tuned_seed",
 ]
@@ -87,6 +88,14 @@ TUNED_COLUMNS = ("tuned_sha256", "tuned_seed")
 # `training.class_loss` of the run's approach (seen / all: the class scenario's cross-entropy over the classes seen
 # so far, or over every output); missing (read as `seen`, the only loss before it) in files written before it.
 CLASS_LOSS_COLUMN, CLASS_LOSS_DEFAULT = "class_loss", "seen"
+
+# The compute of each stage (`clbench.approaches.flops`, `clbench.compute`): the FLOPs of its training (steps,
+# validation, the approach's own work) and of its evaluation, the cost of one of its training steps, and in the
+# real-time protocol (`training.realtime`) the batches its stream offered (`stage_batches`: those trained) and the
+# stream's unit (SGD's step FLOPs); null where not counted (stage 0's training, `clbench evaluate`) and in files
+# written before them. Same schema version: optional columns, as the tuned ones.
+COMPUTE_COLUMNS = ("stage_train_flops", "stage_eval_flops", "stage_step_flops", "stage_stream_batches",
+                   "stage_unit_flops")
 
 BENCH_FOLDER = "_bench"  # <results>/_bench/<benchmark>-<UTC timestamp>.parquet (`clbench bench`)
 BENCH_COLUMNS = (  # every column a bench file has, in order (`clbench.run.bench.bench_rows`)
@@ -263,9 +272,9 @@ def select_split(frame: pd.DataFrame, split: str = TEST) -> pd.DataFrame:
 
 def accuracy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """Rows -> a DataFrame with exactly `COLUMNS`, in order (missing columns are an error, but for the nullable
-    `TUNED_COLUMNS` and `class_loss`, missing in rows written before them: filled as missing)."""
+    `TUNED_COLUMNS`, `class_loss` and `COMPUTE_COLUMNS`, missing in rows written before them: filled as missing)."""
     frame = pd.DataFrame(list(rows))
-    for column in (*TUNED_COLUMNS, CLASS_LOSS_COLUMN):
+    for column in (*TUNED_COLUMNS, CLASS_LOSS_COLUMN, *COMPUTE_COLUMNS):
         if column not in frame.columns:
             frame[column] = None
     missing = [column for column in COLUMNS if column not in frame.columns]
@@ -274,6 +283,8 @@ def accuracy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     frame["tuned_sha256"] = frame["tuned_sha256"].astype("string")
     frame["tuned_seed"] = frame["tuned_seed"].astype("Int64")
     frame[CLASS_LOSS_COLUMN] = frame[CLASS_LOSS_COLUMN].astype("string")
+    for column in COMPUTE_COLUMNS:
+        frame[column] = frame[column].astype("Int64")
     return frame[COLUMNS]
 
 

@@ -22,13 +22,15 @@ def write_run(results: Path, method: str, seed: int, matrix: list[list[float]], 
               reference_hash: str | None = None, initial: list[float] | None = None,
               agnostic: list[list[float]] | None = None, schema_version: int = SCHEMA_VERSION,
               scenario: str | None = None, memory: tuple[int, int] | None = None,
-              n_test: int | None = None, class_loss: str | None = None) -> Path:
+              n_test: int | None = None, class_loss: str | None = None,
+              flops: list[float] | None = None) -> Path:
     """An accuracy.parquet from a lower-triangular matrix (a row may go on above the diagonal: tasks not learned
     yet); `timing` = (seconds, epochs, batches) per stage; `initial`: the stage-0 accuracies (at
     initialisation); `agnostic`: the task-agnostic matrix (absent: task-aware rows only, as an approach that
     needs the task id stores). Schema 1 files have no `evaluation` and `scenario` values. `n_test`: the test
     samples of every task (absent: not stored, as before results kept it). `class_loss`: the run's
-    `training.class_loss` (absent: no value, read as `seen`).
+    `training.class_loss` (absent: no value, read as `seen`). `flops`: each stage's training FLOPs (stages 1..T;
+    absent: not stored, as before clbench counted them).
 
     `reference_hash` (what a joint reference must share) defaults to one per data hash."""
     identity = {"schema_version": schema_version, "run_id": f"{benchmark}/{method}/{config_hash}/seed-{seed}",
@@ -50,7 +52,8 @@ def write_run(results: Path, method: str, seed: int, matrix: list[list[float]], 
                 "stage_train_seconds": seconds if stage else None,
                 "memory_samples": (memory[0] if stage else 0) if memory else None,
                 "memory_bytes": (memory[1] if stage else 0) if memory else None,
-                "evaluation": evaluation if schema_version >= 2 else None, "n_test": n_test}
+                "evaluation": evaluation if schema_version >= 2 else None, "n_test": n_test,
+                "stage_train_flops": flops[stage - 1] if flops and stage else None}
                 for u, accuracy in enumerate(row)]
     run_dir = run_directory(results, benchmark, method, config_hash, seed)
     write_parquet(run_dir / "accuracy.parquet", accuracy_frame(rows))

@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterable
+from functools import partial
 from typing import Any, ClassVar
 
 import torch
@@ -66,6 +67,7 @@ from clbench.approaches.datatypes import (
 )
 from clbench.approaches.domains import BenchmarkFacts, DomainProblem
 from clbench.approaches.evaluation import Measure, aware_and_agnostic, mean_over_batches
+from clbench.approaches.flops import FlopLedger, reference_step_flops
 from clbench.approaches.optim import StepOptimizer, clip_grad_norm, protocol_optimizer
 from clbench.approaches.parameters import tensor_bytes
 from clbench.approaches.refusals import early_stopping_problem, scenario_network_problem, unsupported_network_problem
@@ -132,6 +134,7 @@ class Approach(ScenarioLosses):
         self.batch_generator = context.generator("batch-order")
         self.augment_generator = context.generator("augment") if context.augment else None
         self.step_hook: StepHook | None = None  # called after every optimiser step (the run's continual evaluation)
+        self.flops = FlopLedger()  # the FLOPs of the run's work, counted by the engine's regions (`flops`)
 
     @classmethod
     def network_problem(cls, network: NetworkSpec, hyperparameters: Hyperparameters | None = None) -> str | None:
@@ -345,17 +348,25 @@ class Approach(ScenarioLosses):
 
     def train_epoch(self, stage: int, epoch: int, data: LabelledData,
                     optimizer: StepOptimizer) -> tuple[float, int]:
-        """One shuffled pass over `data`, a `training_step` per batch; returns (mean training loss, batches)."""
+        """One shuffled pass over `data`, a `training_step` per batch (FLOPs sampled, `self.flops`; with
+        `training.realtime` only the batches the real-time stream lets it train); returns (mean loss, batches)."""
         self.train_mode(stage)
         order = torch.randperm(len(data), generator=self.batch_generator).to(data.images.device)
         chunks = order.split(self.training_protocol.batch_size)
         total = torch.zeros((), device=self.device)
+        self.flops.start_pass(self.training_protocol.realtime)
         for index, indices in enumerate(chunks):
+            if not self.flops.trains(index):
+                continue  # the real-time stream (`training.realtime`): busy when this batch arrived
             step = StepInfo(stage, epoch, index, len(chunks))
-            total += self.training_step(self.training_batch(data, indices), step, optimizer)
+            batch = self.training_batch(data, indices)
+            total += self.flops.training_step(partial(self.training_step, batch, step, optimizer), index, len(indices),
+                                              partial(reference_step_flops, Approach, self.context, batch, stage))
             if self.step_hook is not None:
-                self.step_hook(step)
-        return float(total) / max(1, len(chunks)), len(chunks)
+                with self.flops.uncounted():
+                    self.step_hook(step)
+        trained = self.flops.end_pass(len(chunks))
+        return float(total) / max(1, trained), trained
 
     def training_step(self, batch: Batch, step: StepInfo, optimizer: StepOptimizer) -> torch.Tensor:
         """One optimiser step on a training batch; returns its loss, detached (the epoch's mean is of these).

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from typing import Any
 
 import torch
 
@@ -84,6 +86,7 @@ class TaskLog:
     final_lr: float
     seconds: float
     batches: int
+    compute: dict[str, Any] = dataclass_field(default_factory=dict)  # the stage's FLOPs columns (`flops.stage_columns`)
 
 
 @dataclass(frozen=True)

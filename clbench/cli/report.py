@@ -311,7 +311,10 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_a
         comparisons += _compared(loaded, request.compare, alone)
     figures = _draw(request, main, _other_evaluation(results, name, request, loaded, main))
     if request.plot is not None:
-        figures += monitoring_figures(loaded, named, request.plot)
+        from clbench.report.figures import plot_accuracy_flops
+
+        figures += monitoring_figures(loaded, named, request.plot) + plot_accuracy_flops([build_summary(loaded)],
+                                                                                          request.plot)
     if request.plot is not None and request.continual:
         from clbench.report.continual import plot_continual
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from clbench.metric_registry import PERCENT, STEPS, UNITS
+from clbench.compute import flops_prefix, format_flops
+from clbench.metric_registry import FLOPS, PERCENT, STEPS, UNITS
 from clbench.report.statistics import Cell
 
 
@@ -17,6 +18,8 @@ def format_cell(cell: Cell, unit: str, ci: bool = False) -> str:
     """
     if unit not in UNITS:
         raise ValueError(f"format_cell: unit {unit!r}, not one of {', '.join(UNITS)}")
+    if unit == FLOPS:
+        return format_flops_cell(cell)
     scale, digits = (100.0, 1) if unit == PERCENT else (1.0, 0) if unit == STEPS else (1.0, 2)
     return format_value(cell, scale, digits, ci)
 
@@ -29,6 +32,16 @@ def format_value(cell: Cell, scale: float, digits: int, ci: bool = False) -> str
     spread = cell.half_width if ci else cell.std
     spread_text = "–" if math.isnan(spread) else f"{spread * scale:.{digits}f}"
     return f"{mean} ± {spread_text}" if ci else f"{mean} ({spread_text})"
+
+
+def format_flops_cell(cell: Cell) -> str:
+    """FLOPs with a prefix and their spread in the same one: `1.25 GFLOP (0.01)`; `–` when empty."""
+    if cell.n == 0:
+        return "–"
+    if math.isnan(cell.std):
+        return format_flops(cell.mean)
+    prefix, size = flops_prefix(cell.mean)
+    return f"{cell.mean / size:.2f} {prefix}FLOP ({cell.std / size:.2f})"
 
 
 def format_memory(cell: Cell) -> str:

@@ -19,7 +19,7 @@ from itertools import combinations
 import pandas as pd
 
 from clbench.errors import ResultsError
-from clbench.metric_registry import METRICS, STEPS, split_note
+from clbench.metric_registry import FLOPS, METRICS, STEPS, split_note
 from clbench.report.commands import (
     GLOBAL_SECTIONS,
     label_commands,
@@ -192,6 +192,8 @@ def _number(value: float, metric: str) -> str:
         return "–"
     if METRICS[metric].unit == STEPS:
         return f"{value:+.0f}"
+    if METRICS[metric].unit == FLOPS:
+        return f"{value:+.3g}"
     return f"{value * 100:+.2f}" if METRICS[metric].percent else f"{value:+.3f}"
 
 

@@ -1,5 +1,6 @@
-"""Figures from report objects, as PNG and PDF: the paper's forgetting curves, and the helpers every figure
-uses (palette, file names, saving). HAT's monitoring figures are in `clbench.approaches.hat.figures`.
+"""Figures from report objects, as PNG and PDF: the paper's forgetting curves, accuracy against training FLOPs,
+and the helpers every figure uses (palette, file names, saving). HAT's monitoring figures are in
+`clbench.approaches.hat.figures`.
 
 matplotlib through its object API on an Agg canvas (no pyplot, no global backend or style change), imported
 only by `clbench report --plot`. Every function takes what `clbench.report` built and returns the files it
@@ -12,6 +13,7 @@ import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -23,6 +25,9 @@ from clbench.report.comparison import format_p
 from clbench.report.ranking import MetricRanks, Ranking
 from clbench.report.statistics import Cell
 from clbench.report.tables import Report
+
+if TYPE_CHECKING:  # summary -> continual -> figures: the type only
+    from clbench.report.summary import Summary
 
 log = logging.getLogger(__name__)
 
@@ -178,3 +183,30 @@ def _cliques(ranks: Sequence[float], critical_difference: float) -> list[tuple[f
         if end > start and not any(low <= ranks[start] and ranks[end] <= high for low, high in groups):
             groups.append((ranks[start], ranks[end]))
     return groups
+
+
+# ---------------------------------------------------------------------------------------------- compute
+
+def plot_accuracy_flops(summaries: Sequence[Summary], directory: Path) -> list[Path]:
+    """Accuracy after the last task against training FLOPs (`report --summary`'s A<=T and train FLOPs), one panel per
+    benchmark's summary: each approach a point at its means over seeds, its bars one standard deviation each way
+    (none from one seed), FLOPs on a log scale. Nothing when no approach has FLOPs (runs of an older clbench)."""
+    drawn = [summary for summary in summaries if summary.shows_flops]
+    if not drawn:
+        return []
+    figure = Figure(figsize=(5.2 * len(drawn), 4.0))
+    for index, summary in enumerate(drawn):
+        axes = figure.add_subplot(1, len(drawn), index + 1)
+        rows = [row for row in summary.rows if row.train_flops.n and row.accuracy.n]
+        for row, colour in zip(rows, colours([row.label for row in rows]).values()):
+            spread = [0.0 if np.isnan(cell.std) else cell.std for cell in (row.train_flops, row.accuracy)]
+            axes.errorbar(row.train_flops.mean, 100 * row.accuracy.mean, xerr=spread[0], yerr=100 * spread[1],
+                          fmt="o", color=colour, capsize=3, label=row.label)
+        axes.set_xscale("log")
+        axes.set_xlabel("training FLOPs (all stages)")
+        axes.set_ylabel(rf"$A^{{\leq {summary.stages}}}$ [%]")
+        axes.set_title(summary.benchmark)
+        axes.grid(True, alpha=0.3)
+        axes.legend(fontsize="small")
+    stem = drawn[0].benchmark if len(drawn) == 1 else "benchmarks"
+    return save(figure, directory, f"{slug(stem)}-accuracy-flops")

@@ -67,7 +67,7 @@ def benchmark_sections(results_dir: Path, benchmark: str, options: PageOptions, 
     sections = [
         _table_section(main, _other_report(main, chosen, options), options, scratch),
         _matrices_section(chosen, scratch),
-        _summary_section(loaded, options),
+        _summary_section(loaded, options, scratch),
         *([section] if (section := _continual_section(chosen, options, scratch)) else []),
         PageSection("training time", "time", _tables_block("time", render_tables(
             [time_table(build_time_report(chosen), options.ci)], "html"))),
@@ -106,11 +106,17 @@ def _matrices_section(results: Results, scratch: Path) -> PageSection:
     return PageSection("accuracy matrices", "matrices", body)
 
 
-def _summary_section(loaded: dict[str, Results], options: PageOptions) -> PageSection:
-    """The `--summary` table (A<=T, BWT, forgetting, LA, FWT, I, memory) in each evaluation."""
+def _summary_section(loaded: dict[str, Results], options: PageOptions, scratch: Path) -> PageSection:
+    """The `--summary` table (A<=T, BWT, forgetting, LA, FWT, I, memory, training FLOPs) in each evaluation, each
+    with its accuracy against training FLOPs where the runs counted them."""
+    from clbench.report.figures import plot_accuracy_flops
+
+    summaries = {evaluation: build_summary(results) for evaluation, results in loaded.items()}
     blocks = [f"<h4>{html.escape(evaluation)}</h4>\n" + _tables_block(
-        f"summary-{evaluation}", render_tables([summary_table(build_summary(results), options.ci)], "html"))
-        for evaluation, results in loaded.items()]
+        f"summary-{evaluation}", render_tables([summary_table(summary, options.ci)], "html")) + _figures_block(
+        [(f"accuracy against training FLOPs ({evaluation}), mean and std over seeds", path)
+         for path in plot_accuracy_flops([summary], scratch / evaluation) if path.suffix == PNG], "compute")
+        for evaluation, summary in summaries.items()]
     return PageSection("summary and memory (after the last task)", "summary", "".join(blocks))
 
 

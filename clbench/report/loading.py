@@ -54,6 +54,8 @@ READ_COLUMNS = (
     ("class_loss", "string"), ("evaluation", "string"),
     ("memory_samples", "double"), ("memory_bytes", "double"), ("split", "string"), ("tuned_sha256", "string"),
     ("tuned_seed", "double"), ("n_test", "double"), ("loss", "double"),
+    ("stage_train_flops", "double"), ("stage_eval_flops", "double"), ("stage_step_flops", "double"),
+    ("stage_stream_batches", "double"), ("stage_unit_flops", "double"),
 )
 
 

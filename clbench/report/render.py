@@ -13,7 +13,7 @@ import pandas as pd
 from clbench.errors import ResultsError
 from clbench.report.formatting import Table
 from clbench.report.statistics import Cell
-from clbench.report.summary import Summary
+from clbench.report.summary import Summary, SummaryRow
 from clbench.report.tables import Report, report_table
 from clbench.report.timing import TimeReport
 
@@ -136,7 +136,8 @@ def report_csv(report: Report, ci: bool = False) -> str:
 
 def summary_csv(summary: Summary, ci: bool = False) -> str:
     """Tidy CSV: one row per (approach, quantity: accuracy | backward-transfer | forgetting | learning-accuracy |
-    forward-transfer | intransigence as fractions, memory-bytes in bytes)."""
+    forward-transfer | intransigence as fractions, memory-bytes in bytes, and where counted train-flops and the
+    real-time batches: `compute_quantities`)."""
     records = [{"benchmark": summary.benchmark, "approach": row.label, "parameters": row.parameters,
                 "quantity": quantity, "stage": summary.stages, **_cell_columns(cell, ci)}
                for row in summary.rows for quantity, cell in (("accuracy", row.accuracy),
@@ -146,11 +147,19 @@ def summary_csv(summary: Summary, ci: bool = False) -> str:
                                                                ("forward-transfer", row.forward_transfer),
                                                                ("intransigence", row.intransigence),
                                                                ("memory-bytes", row.memory_bytes),
+                                                               *compute_quantities(summary, row),
                                                                *row.continual.items())]
     columns = ["benchmark", "approach", "parameters", "quantity", "stage", "mean", "std", "seeds"]
     frame = pd.DataFrame(records, columns=columns + (["ci95"] if ci else []))
     frame["parameters"] = frame["parameters"].astype("Int64")
     return frame.to_csv(index=False)
+
+
+def compute_quantities(summary: Summary, row: SummaryRow) -> list[tuple[str, Cell]]:
+    """The summary's compute quantities where it shows them: train-flops, and in the real-time protocol
+    batches-trained and batches-offered (sums over the stages, means over the seeds)."""
+    return ([("train-flops", row.train_flops)] if summary.shows_flops else []) + (
+        [("batches-trained", row.batches), ("batches-offered", row.stream_batches)] if summary.shows_stream else [])
 
 
 def time_csv(report: TimeReport, ci: bool = False) -> str:

@@ -175,6 +175,9 @@ def _run_values(notes: list[str], run_id: str, run: dict[str, Any], results: Res
                      f"before each task is learned, which this run did not store (results schema 1, or an approach "
                      f"that cannot predict a task it has not learned, such as pathnet); re-run it with --force")
         return None
+    if "flops" in metric.inputs and np.isnan(inputs.flops).all():
+        notes.append(f"left out {run_id}: {NO_FLOPS}")
+        return None
     if "curve" in metric.inputs and inputs.curve is None and (damage := results.damage_of(run_id, CURVE_FILE)):
         notes.append(damaged_file_note(results, damage))  # one note per file, whichever metric needs it
         return None
@@ -238,6 +241,11 @@ class RunInputs:
         return self.references["joint"]
 
     @cached_property
+    def flops(self) -> np.ndarray:
+        """The training FLOPs of stages 1..T (`stage_train_flops`), NaN where the run stored none."""
+        return stage_values(self.results, self.run_id, "stage_train_flops", self.learned.shape[0])
+
+    @cached_property
     def curve(self) -> pd.DataFrame | None:
         return run_curve(self.results, self.run_id)
 
@@ -250,6 +258,21 @@ class RunInputs:
     def margin(self) -> np.ndarray:
         return metrics.reference_gap_margin(self.joint, self.random,
                                             self.results.test_sizes(self.run_id, self.learned.shape[0]))
+
+
+NO_FLOPS = ("it stored no FLOPs (written before clbench counted them: `clbench.approaches.flops`); re-run it with "
+            "--force")
+
+
+def stage_values(results: Results, run_id: str, column: str, stages: int) -> np.ndarray:
+    """A per-stage column of a run's rows (one value per stage: every row of a stage holds it) at stages 1..`stages`,
+    NaN where missing (a file written before the column)."""
+    rows = results.rows if results.rows is not None else results.frame
+    mine = rows[(rows["run_id"] == run_id) & (rows["stage"] >= 1)]
+    if column not in mine:
+        return np.full(stages, np.nan)
+    values = mine.groupby("stage")[column].first()
+    return np.array([float(values.get(stage, np.nan)) for stage in range(1, stages + 1)])
 
 
 def run_curve(results: Results, run_id: str) -> pd.DataFrame | None:

@@ -1,14 +1,17 @@
 """The summary table of `clbench report --summary`: after the last task T, A^{<=T}, backward transfer,
 max-previous forgetting, learning accuracy, FWT, intransigence, memory and the parameter count (the paper's
-permuted / split MNIST tables)."""
+permuted / split MNIST tables), and where the runs stored them the training FLOPs and, in the real-time protocol,
+the batches trained of those the stream offered (docs/compute.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+import pandas as pd
 
 from clbench import metrics
-from clbench.metric_registry import METRICS, split_note
+from clbench.metric_registry import FLOPS, METRICS, split_note
 from clbench.report.cells import format_cell, format_memory, format_parameters, sort_value
 from clbench.report.formatting import Table
 from clbench.report.loading import REFERENCES, Results
@@ -39,6 +42,9 @@ class SummaryRow:
     intransigence: Cell = Cell(float("nan"), float("nan"), 0)  # empty without a matching joint reference
     memory_bytes: Cell = Cell(float("nan"), float("nan"), 0)  # extra memory after the last task (schema 2)
     continual: dict[str, Cell] = field(default_factory=dict)  # min-ACC and WC-ACC where a run has a curve
+    train_flops: Cell = Cell(float("nan"), float("nan"), 0)  # training FLOPs of every stage (empty before they were)
+    batches: Cell = Cell(float("nan"), float("nan"), 0)  # the real-time protocol: the batches trained, all stages
+    stream_batches: Cell = Cell(float("nan"), float("nan"), 0)  # and the batches its streams offered
 
 
 @dataclass
@@ -51,6 +57,8 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     unmeasured: dict[str, str] = field(default_factory=dict)  # label -> why no number ("needs the task id")
     continual: tuple[str, ...] = ()  # the continual metrics shown (`SUMMARY_CONTINUAL`), when a run has a curve
+    shows_flops: bool = False  # a row has training FLOPs (runs of a clbench that counts them)
+    shows_stream: bool = False  # a row ran the real-time stream (`training.realtime`)
 
 
 def build_summary(results: Results, include_references: bool = True) -> Summary:
@@ -81,6 +89,7 @@ def build_summary(results: Results, include_references: bool = True) -> Summary:
         if len({m.shape[0] for m in matrices}) > 1:
             summary.notes.append(f"{label}: runs have different numbers of tasks; A^<=T is each run's last stage")
     _add_continual(results, summary, per_label)
+    _add_compute(results, summary, per_label)
     summary.rows.sort(key=lambda row: (sort_value(row.accuracy), row.label))
     summary.notes += missing_joint_notes(results, per_label, intransigence)
     summary.notes += seed_coverage_notes({row.label: row.seeds for row in summary.rows})
@@ -108,6 +117,32 @@ def _add_continual(results: Results, summary: Summary, per_label: dict[str, list
                                               if run_id in values[name]) for name in shown})
     summary.continual = shown
     summary.notes += no_curve_note(results, run_ids) if shown else []
+
+
+COMPUTE = ("stage_train_flops", "stage_batches", "stage_stream_batches")
+
+
+def run_compute(results: Results) -> pd.DataFrame:
+    """Per run (index), its training FLOPs, batches trained and batches offered by the real-time stream, summed over
+    its stages (each stage's rows hold its values once); NaN where not stored."""
+    rows = results.rows if results.rows is not None else results.frame
+    columns = [column for column in COMPUTE if column in rows]
+    stages = rows[rows["stage"] >= 1].groupby(["run_id", "stage"])[columns].first()
+    return stages.groupby("run_id").sum(min_count=1).reindex(columns=list(COMPUTE))
+
+
+def _add_compute(results: Results, summary: Summary, per_label: dict[str, list[str]]) -> None:
+    """Each row's training FLOPs and, in the real-time protocol, its batches trained of those offered (means over
+    its seeds); the columns are shown where a row has them."""
+    totals = run_compute(results)
+    for index, row in enumerate(summary.rows):
+        mine = totals.reindex(per_label[row.label])
+        streamed = mine[mine["stage_stream_batches"].notna()]
+        summary.rows[index] = replace(row, train_flops=summarize(mine["stage_train_flops"].dropna()),
+                                      batches=summarize(streamed["stage_batches"].dropna()),
+                                      stream_batches=summarize(streamed["stage_stream_batches"]))
+    summary.shows_flops = any(row.train_flops.n for row in summary.rows)
+    summary.shows_stream = any(row.stream_batches.n for row in summary.rows)
 
 
 def missing_joint_notes(results: Results, per_label: dict[str, list[str]],
@@ -150,15 +185,25 @@ def _parameter_count(results: Results, run_ids: Sequence[str], notes: list[str])
     return max(counts) if counts else None
 
 
+def compute_cells(summary: Summary, row: SummaryRow, ci: bool = False) -> list[str]:
+    """The row's training FLOPs and real-time batches (`trained of offered`), where the summary shows them."""
+    stream = (f"{row.batches.mean:.0f} of {row.stream_batches.mean:.0f}" if row.stream_batches.n else "–")
+    return ([format_cell(row.train_flops, FLOPS, ci)] if summary.shows_flops else []) + (
+        [stream] if summary.shows_stream else [])
+
+
 def summary_table(summary: Summary, ci: bool = False) -> Table:
     rows = [[row.label, format_parameters(row.parameters), format_cell(row.accuracy, "percent", ci),
              format_cell(row.backward_transfer, "percent", ci), format_cell(row.forgetting, "percent", ci),
              format_cell(row.learning_accuracy, "percent", ci), format_cell(row.forward_transfer, "percent", ci),
              format_cell(row.intransigence, "percent", ci), format_memory(row.memory_bytes),
+             *compute_cells(summary, row, ci),
              *(format_cell(row.continual[name], "percent", ci) for name in summary.continual),
              str(len(row.seeds))] for row in summary.rows]
+    compute_head = ["train FLOPs"] * summary.shows_flops + ["batches seen"] * summary.shows_stream
     head = ["approach", "parameters", f"A<={summary.stages}", "BWT", "forgetting", "LA", "FWT", "I", "memory",
-            *(METRICS[name].symbol for name in summary.continual), "seeds"]
-    rows += [[label, "", *[reason.split(" (")[0]] * 6, "", *[reason.split(" (")[0]] * len(summary.continual), "-"]
+            *compute_head, *(METRICS[name].symbol for name in summary.continual), "seeds"]
+    rows += [[label, "", *[reason.split(" (")[0]] * 6, "", *[""] * len(compute_head),
+              *[reason.split(" (")[0]] * len(summary.continual), "-"]
              for label, reason in summary.unmeasured.items()]
     return Table(head, rows, notes=list(summary.notes))

@@ -96,7 +96,8 @@ def resume_from_checkpoint(run_dir: Path, approach: Approach, n_tasks: int, dama
 RowUpgrade = Callable[[int, list[dict[str, Any]]], list[dict[str, Any]]]
 
 
-STAGE_LOG_KEYS = ("stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds")
+STAGE_LOG_KEYS = ("stage_epochs", "stage_best_epoch", "stage_batches", "stage_train_seconds", "stage_train_flops",
+                  "stage_step_flops", "stage_stream_batches", "stage_unit_flops")
 
 
 def upgraded_rows(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: int,

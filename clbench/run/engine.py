@@ -19,7 +19,7 @@ import math
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,6 +27,7 @@ import torch
 
 from clbench.approaches.base import Approach
 from clbench.approaches.datatypes import ApproachContext, EpochLog
+from clbench.approaches.flops import stage_columns
 from clbench.approaches.plugins import code_text
 from clbench.approaches.registry import code_identity, origin_of
 from clbench.data.batches import TaskSequence
@@ -303,7 +304,10 @@ def _train_stage(plan: RunPlan, approach: Approach, tasks: TaskSequence, stage: 
         observer.epoch_finished(plan, epoch)
 
     observer.task_started(plan, stage)
-    task_log = approach.learn_task(stage, tasks, epoch_finished)
+    approach.flops.new_stage()
+    with approach.flops.counted() as train:  # everything the stage's training does (`clbench.approaches.flops`)
+        task_log = approach.learn_task(stage, tasks, epoch_finished)
+    task_log = replace(task_log, compute=stage_columns(approach.flops, train, approach.training_protocol.realtime))
     if recorder is not None:
         recorder.end_task(stage, task_log.epochs)
     stage_rows = evaluate_stage_rows(plan, approach, tasks, stage, task_log, header)

@@ -18,6 +18,7 @@ from clbench.approaches.datatypes import TASK_AWARE, Evaluation, TaskLog
 from clbench.approaches.registry import origin_of
 from clbench.data.batches import TaskSequence
 from clbench.results import (
+    COMPUTE_COLUMNS,
     SCHEMA_VERSION,
     SPLITS,
     TEST,
@@ -79,13 +80,14 @@ def evaluate_stage_rows(plan: RunPlan, approach: Approach, tasks: TaskSequence, 
                         splits: Sequence[str] = SPLITS) -> list[dict[str, Any]]:
     """The rows of one stage: every evaluated task on each of `splits` (test rows first, in task order, then the
     validation rows). `stage_eval_seconds` is the time of all of the stage's evaluations."""
-    evaluations = [(split, evaluation) for split in splits for evaluation in evaluate_stage(approach, tasks, stage,
-                                                                                            split)]
+    with approach.flops.counted() as counted:  # the evaluation's FLOPs: `stage_eval_flops`
+        evaluations = [(split, evaluation) for split in splits
+                       for evaluation in evaluate_stage(approach, tasks, stage, split)]
     # a task's evaluations come from one pass and carry its time each: counted once per task and split
     eval_seconds = sum({(split, task): seconds for split, (task, *_, seconds) in evaluations}.values())
     memory = approach.memory_usage() if stage >= 0 else (0, 0)
-    return [accuracy_row(plan, header, stage, task, tasks[task].name, name, result, task_log, eval_seconds, memory,
-                         split)
+    return [{**accuracy_row(plan, header, stage, task, tasks[task].name, name, result, task_log, eval_seconds,
+                            memory, split), "stage_eval_flops": counted.flops}
             for split, (task, name, result, _) in evaluations]
 
 
@@ -128,6 +130,7 @@ def accuracy_row(plan: RunPlan, header: dict[str, Any], stage: int, task: int, t
         "stage_batches": task_log.batches if task_log else None,
         "stage_train_seconds": task_log.seconds if task_log else None, "stage_eval_seconds": eval_seconds,
         "memory_samples": int(memory[0]), "memory_bytes": int(memory[1]),
+        **{key: (task_log.compute if task_log else {}).get(key) for key in COMPUTE_COLUMNS},  # eval: the caller's
         **{key: header[key] for key in ("clbench_version", "git_commit", "torch_version", "cuda_version",
                                          "device", "hostname", "started_utc")},
         "finished_utc": None,

@@ -132,6 +132,10 @@ class TrainingSpec:
                                         "classes of the tasks seen so far (FACIL); all, over every output of the "
                                         "sequence, future classes included (Mammoth, the DER paper)",
                             choices=("seen", "all"), added=True)
+    realtime: bool = field(False, doc="the real-time stream of the online protocol (Ghunaim et al. 2023; needs "
+                                      "max_epochs 1 and early_stopping false): one batch arrives per SGD step's FLOPs "
+                                      "and a method whose step costs k of them trains one batch in k",
+                           added=True)
     eval_every: int = field(0, doc="continual evaluation (De Lange et al. 2023): every K optimiser steps, evaluate the "
                                    "learned tasks and the current one on `eval_subset` test images each, stored as "
                                    "curve.parquet in the run folder; 0: off (only the end-of-task evaluation)",
@@ -143,10 +147,16 @@ class TrainingSpec:
 
 
 def check_optimizer(training: TrainingSpec, where: str, source: str) -> None:
-    """SpecError for a protocol whose optimizer keys contradict each other: momentum with Adam."""
+    """SpecError for a protocol whose keys contradict each other: momentum with Adam, the real-time stream without
+    the online protocol's one pass."""
     if training.optimizer == "adam" and training.momentum:
         raise SpecError(f"{source}: `{where}.momentum` applies to `{where}.optimizer: sgd` or rmsprop, not adam "
                         f"(Adam's betas are fixed at 0.9/0.999); remove it")
+    if training.realtime and (training.max_epochs != 1 or training.early_stopping):
+        raise SpecError(f"{source}: `{where}.realtime` is the online protocol's stream: it needs one pass "
+                        f"(`{where}.max_epochs: 1`, `{where}.early_stopping: false`), not max_epochs "
+                        f"{training.max_epochs} with early_stopping {str(training.early_stopping).lower()}; set both "
+                        f"or leave realtime off")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ checking that the change is meant, natively (no ATEN_CPU_CAPABILITY) and through
 `conftest.py` sets):
 `CLBENCH_RECORD_GOLDEN=1 python -m pytest tests/approaches/test_contract.py`. The contract's ResNet-18 runs have no
 golden record (their numbers move too much between kernels, see `RESNET18_GOLDEN_TRAINING`); one sgd run on the
-narrow ResNet-18 at a small lr has (`sgd/resnet18`).
+narrow ResNet-18 at a small lr has (`sgd/resnet18`). Each run's FLOPs columns are checked too (present, positive:
+`check_compute_columns`).
 """
 
 from __future__ import annotations
@@ -111,8 +112,19 @@ def test_every_approach_fills_the_lower_triangle(method: str, network: str, tmp_
         cells = set(zip(*frame.loc[frame["evaluation"] == evaluation, ["stage", "task"]].to_numpy().T))
         whole = {(t, u) for t in range(4) for u in range(1, 4)}
         assert cells == (whole if cls.predicts_unlearned_tasks else {(t, u) for t, u in whole if u <= t})
+    check_compute_columns(method, frame)
     if REGISTRY[method].__module__.startswith("clbench.") and network != "resnet18":
         check_golden(f"{method}/{network}", golden_record(outcome), request)
+
+
+def check_compute_columns(method: str, frame: pd.DataFrame) -> None:
+    """Every trained stage's training and evaluation FLOPs stored (`clbench.approaches.flops`): positive, but for
+    the random reference, which computes nothing; no real-time columns without `training.realtime`."""
+    trained = frame[frame["stage"] >= 1]
+    flops = trained[["stage_train_flops", "stage_eval_flops"]].astype(float)
+    assert flops.notna().all().all(), method
+    assert ((flops == 0) if method == "random" else (flops > 0)).all().all(), (method, flops.describe())
+    assert frame[["stage_stream_batches", "stage_unit_flops"]].isna().all().all()
 
 
 @pytest.mark.parametrize("method", CLASS_SCENARIO_METHODS)

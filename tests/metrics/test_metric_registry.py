@@ -28,6 +28,7 @@ RANDOM = [[0.5], [0.5, 0.5], [0.5, 0.5, 0.5]]
 # Rows go on above the diagonal: 0.85, task 2 just before it is learned, is Mammoth's max for it at stage 3.
 SGD = [[0.90, 0.85, 0.20], [0.70, 0.80, 0.50], [0.60, 0.50, 0.95]]
 INITIAL = [0.10, 0.20, 0.30]
+SGD_FLOPS = [100.0, 250.0, 400.0]  # the sgd run's training FLOPs of stages 1, 2, 3
 
 
 @pytest.mark.parametrize("name", list(METRICS))
@@ -62,7 +63,7 @@ def test_references_follow_the_inputs() -> None:
 def make_results(folder: Path) -> Path:
     write_run(folder, "joint", 0, JOINT)
     write_run(folder, "random", 0, RANDOM)
-    write_curve_file(write_run(folder, "sgd", 0, SGD, initial=INITIAL), hand_curve())
+    write_curve_file(write_run(folder, "sgd", 0, SGD, initial=INITIAL, flops=SGD_FLOPS), hand_curve())
     return folder
 
 
@@ -79,6 +80,7 @@ def expected_values() -> dict[str, np.ndarray]:
         "intransigence": metrics.intransigence(learned, joint),
         "learning-accuracy": metrics.learning_accuracy(learned),
         "fwt": metrics.forward_transfer_by_stage(np.array(SGD), np.array(INITIAL)),
+        "train-flops": np.array([100.0, 100.0 + 250.0, 100.0 + 250.0 + 400.0]),  # up to each stage, by hand
         "min-accuracy": curve_metrics.min_accuracy(hand_curve()),
         "worst-case-accuracy": curve_metrics.worst_case_accuracy(hand_curve()),
         "windowed-forgetting": curve_metrics.windowed_forgetting(hand_curve()),

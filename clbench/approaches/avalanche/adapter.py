@@ -82,6 +82,8 @@ class AvalancheApproach(Approach):
                     f"(here {training.class_loss})")
         if data.augment:
             return "Avalanche's loader does not apply clbench's per-image augmentation: set data.augment=false"
+        if training.realtime:
+            return "Avalanche's training loop has no real-time stream (clbench's loop has): set training.realtime=false"
         return early_stopping_problem(training, data)
 
     # ------------------------------------------------------------------ the strategy

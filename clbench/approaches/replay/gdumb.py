@@ -37,6 +37,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 import torch
@@ -298,7 +299,9 @@ class GDumb(ReplayApproach):
                 else:
                     batch_inputs = inputs.index_select(0, indices)
                 batch = Batch(batch_inputs, memory.labels.index_select(0, indices), -1, task_ids, images)
-                self.fit_step(batch, stage, optimizer, generator, rng)
+                # sampled by the FLOP counter as the base loop's steps (`clbench.approaches.flops`)
+                self.flops.step("gdumb-fit", partial(self.fit_step, batch, stage, optimizer, generator, rng),
+                                len(indices))
 
     def fit_step(self, batch: Batch, stage: int, optimizer: torch.optim.Optimizer, generator: torch.Generator,
                  rng: np.random.Generator) -> None:
