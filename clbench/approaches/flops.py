@@ -120,26 +120,35 @@ class FlopLedger:
             self._resume()
 
     def step(self, kind: str, run: Callable[[], T], size: int | None = None) -> tuple[T, int]:
-        """Run one step of `kind` on a batch of `size` samples: counted the first `MEASURED_STEPS` times this stage
-        for each size (a pass's last, smaller batch is counted on its own), else charged the last count; the cost
-        goes to the open region. Returns (what `run` returned, the step's FLOPs)."""
+        """Run one step of `kind` on a batch of `size` samples (`sampled`). Returns (what `run` returned, the step's
+        FLOPs)."""
+        with self.sampled(kind, size) as count:
+            result = run()
+        return result, count.flops
+
+    @contextlib.contextmanager
+    def sampled(self, kind: str, size: int | None = None) -> Iterator[Count]:
+        """One step of `kind` on a batch of `size` samples, what runs inside: counted the first `MEASURED_STEPS`
+        times this stage for each size (a pass's last, smaller batch is counted on its own), else charged the last
+        count; the cost goes to the open region and to the `Count` yielded (final on exit). For the loops that are
+        not a callable per step: Avalanche's, entered and left in its iteration hooks."""
         measured = self.steps.setdefault((kind, size), [])
         self.taken[kind] = self.taken.get(kind, 0) + 1
+        count = Count()
         if len(measured) < MEASURED_STEPS:
             self._suspend()
             try:
                 with TotalFlopCounter() as mode:
-                    result = run()
+                    yield count
             finally:
                 self._resume()
             measured.append(int(mode.get_total_flops()))
         else:
             with self.uncounted():
-                result = run()
-        cost = measured[-1]
+                yield count
+        count.flops = measured[-1]
         if self._regions:
-            self._regions[-1].flops += cost
-        return result, cost
+            self._regions[-1].flops += count.flops
 
     def start_pass(self, realtime: bool) -> None:
         """A pass over a stage's stream starts: with `realtime`, the method is free at time 0 (`trains`)."""

@@ -167,3 +167,29 @@ def test_report_summary_over_av_runs(tmp_path: Path) -> None:
                                       "task-agnostic"])
     assert result.exit_code == 0, result.output
     assert "av-naive" in flat(result.output) and "av-replay" in flat(result.output)
+
+
+@pytest.mark.parametrize("method", ["av-naive", "av-replay"])
+def test_every_iteration_of_avalanche_s_loop_is_a_sampled_step(method: str, tmp_path: Path, monkeypatch) -> None:
+    """Each iteration of Avalanche's loop goes through `FlopLedger.sampled` (counted in full only its first steps,
+    as clbench's own steps are), and the stored training FLOPs are those of counting every step in full."""
+    from clbench.approaches import flops as flops_module
+    from clbench.approaches.avalanche.bridge import AVALANCHE_STEP
+
+    kinds: list[str] = []
+    original = flops_module.FlopLedger.sampled
+
+    def spy(self, kind, size=None):  # type: ignore[no-untyped-def]
+        kinds.append(kind)
+        return original(self, kind, size)
+
+    spec = spec_for(method, "class")
+    monkeypatch.setattr(flops_module.FlopLedger, "sampled", spy)
+    sampled = run(tmp_path / "sampled", method, spec)
+    first = {row["stage"]: row for row in sampled.rows if row["stage_batches"] is not None}  # trained stages
+    assert kinds.count(AVALANCHE_STEP) == sum(int(row["stage_batches"]) for row in first.values()) > 3 * len(first)
+    monkeypatch.setattr(flops_module, "MEASURED_STEPS", 10**9)  # every step counted in full
+    every = {row["stage"]: row for row in run(tmp_path / "every", method, spec).rows
+             if row["stage_batches"] is not None}
+    assert every.keys() == first.keys() == {1, 2, 3}
+    assert all(first[stage]["stage_train_flops"] == every[stage]["stage_train_flops"] > 0 for stage in every)

@@ -160,7 +160,7 @@ class AvalancheApproach(Approach):
             return evaluation.loss, evaluation.accuracy
 
         task = bridge.TaskProtocol(stage, schedule, self.context.training.max_epochs, validate, self.snapshot,
-                                   self.restore, progress, self.step_hook)
+                                   self.restore, progress, self.step_hook, self.flops)
         self.protocol.task = task
         try:
             self.strategy.train(made[stage], eval_streams=[])
