@@ -355,15 +355,16 @@ class Approach(ScenarioLosses):
         chunks = order.split(self.training_protocol.batch_size)
         total = torch.zeros((), device=self.device)
         self.flops.start_pass(self.training_protocol.realtime)
-        for index, indices in enumerate(chunks):
-            if not self.flops.trains(index):
-                continue  # the real-time stream (`training.realtime`): busy when this batch arrived
-            step = StepInfo(stage, epoch, index, len(chunks))
-            batch = self.training_batch(data, indices)
-            total += self.flops.training_step(partial(self.training_step, batch, step, optimizer), index, len(indices),
-                                              partial(reference_step_flops, Approach, self.context, batch, stage))
-            if self.step_hook is not None:
-                with self.flops.uncounted():
+        with self.flops.uncounted():  # but the steps, sampled: a counter opened and closed around every step was
+            for index, indices in enumerate(chunks):  # 60% of an sgd run on seq-mnist (8 s -> 13 s)
+                if not self.flops.trains(index):
+                    continue  # the real-time stream (`training.realtime`): busy when this batch arrived
+                step = StepInfo(stage, epoch, index, len(chunks))
+                batch = self.training_batch(data, indices)
+                total += self.flops.training_step(partial(self.training_step, batch, step, optimizer), index,
+                                                  len(indices),
+                                                  partial(reference_step_flops, Approach, self.context, batch, stage))
+                if self.step_hook is not None:
                     self.step_hook(step)
         trained = self.flops.end_pass(len(chunks))
         return float(total) / max(1, trained), trained

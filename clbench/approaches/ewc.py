@@ -15,6 +15,7 @@ its anchor, so its gradient is zero and clbench, which uses the cross-entropy al
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -74,8 +75,10 @@ class EWC(Approach):
 
     def end_task(self, stage: int, tasks: TaskSequence) -> None:
         parameters = dict(self.network.named_parameters())
-        fisher = task_fisher(self.network, parameters, tasks[stage].train, stage, self.hparams.fisher_batch_size,
-                             self.hparams.fisher_dropout, seen=self.class_scenario)
+        with self.flops.uncounted():  # but each batch, sampled (counted whole, the Fisher doubled an ewc run)
+            fisher = task_fisher(self.network, parameters, tasks[stage].train, stage, self.hparams.fisher_batch_size,
+                                 self.hparams.fisher_dropout, seen=self.class_scenario,
+                                 step=partial(self.flops.sampled, "fisher"))
         self.fisher = fisher if stage == 0 or not self.fisher else merge_fisher(fisher, self.fisher, stage)
         self.anchor = detached_copy(parameters)
 

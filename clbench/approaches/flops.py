@@ -83,6 +83,7 @@ class FlopLedger:
     _mode: TotalFlopCounter | None = None
     _free_at: Fraction | None = None  # the real-time stream: when the method is free (None: not real-time)
     _pass_start: int = 0  # the training steps taken before this pass
+    _paused: int = 0  # open `uncounted` regions: no counter is opened inside them
 
     def new_stage(self) -> None:
         """Forget the last stage's step costs, unit and stream (each stage counts its own steps)."""
@@ -114,9 +115,11 @@ class FlopLedger:
     def uncounted(self) -> Iterator[None]:
         """Count nothing inside (the continual evaluation; the real-time unit's throwaway SGD step)."""
         self._suspend()
+        self._paused += 1
         try:
             yield
         finally:
+            self._paused -= 1
             self._resume()
 
     def step(self, kind: str, run: Callable[[], T], size: int | None = None) -> tuple[T, int]:
@@ -188,8 +191,8 @@ class FlopLedger:
             self._mode = None
 
     def _resume(self) -> None:
-        """Open a counter for the innermost region, if any."""
-        if self._regions and self._mode is None:
+        """Open a counter for the innermost region, if any, unless inside `uncounted`."""
+        if self._regions and self._mode is None and not self._paused:
             self._mode = TotalFlopCounter()
             self._mode.__enter__()
 

@@ -19,6 +19,7 @@ weights).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -140,8 +141,10 @@ class IMMMode(IMM):
 
     def merge(self, stage: int, tasks: TaskSequence) -> ParameterDict:
         body = dict(named_shared_parameters(self.multihead))
-        fisher = task_fisher(self.network, body, tasks[stage].train, stage, self.hparams.fisher_batch_size,
-                             self.hparams.fisher_dropout, seen=self.class_scenario)
+        with self.flops.uncounted():  # but each batch, sampled (counted whole, the Fisher doubled an ewc run)
+            fisher = task_fisher(self.network, body, tasks[stage].train, stage, self.hparams.fisher_batch_size,
+                                 self.hparams.fisher_dropout, seen=self.class_scenario,
+                                 step=partial(self.flops.sampled, "fisher"))
         current = detached_copy(body)
         previous = self.anchor or current
         precision = self.precision or {name: torch.zeros_like(value) for name, value in current.items()}

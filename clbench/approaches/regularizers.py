@@ -9,7 +9,10 @@ A parameter dict maps parameter names (as in `named_parameters()`) to tensors of
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 
 import torch
 from torch import nn
@@ -20,8 +23,8 @@ from clbench.data.batches import LabelledData
 
 
 # ---------------------------------------------------------------------------------------------- EWC
-def diagonal_fisher(parameters: Mapping[str, torch.Tensor],
-                    batch_losses: Iterable[tuple[torch.Tensor, int]]) -> ParameterDict:
+def diagonal_fisher(parameters: Mapping[str, torch.Tensor], batch_losses: Iterable[tuple[torch.Tensor, int]],
+                    steps: Iterable[AbstractContextManager[Any]] = ()) -> ParameterDict:
     """Diagonal empirical Fisher estimated batch-wise: F = (1/N) sum_b n_b * (dL_b/dtheta)^2.
 
     L_b is the mean loss of batch b (n_b samples, N = sum_b n_b). With batches of one sample this is the
@@ -32,12 +35,20 @@ def diagonal_fisher(parameters: Mapping[str, torch.Tensor],
     Args:
         parameters: name -> parameter (requires grad); the Fisher has one entry per name.
         batch_losses: (mean loss of a batch, its number of samples), each loss a graph over `parameters`.
+        steps: a context per batch, entered around its loss and gradients (the FLOPs' sampled steps).
     """
     names = [name for name, p in parameters.items() if p.requires_grad]
     fisher = {name: torch.zeros_like(p, memory_format=torch.contiguous_format) for name, p in parameters.items()}
     total = 0
-    for loss, size in batch_losses:
-        gradients = torch.autograd.grad(loss, [parameters[name] for name in names], allow_unused=True)
+    batches, contexts = iter(batch_losses), iter(steps)
+    while True:
+        with next(contexts, contextlib.nullcontext()):
+            item = next(batches, None)
+            if item is not None:
+                loss, size = item
+                gradients = torch.autograd.grad(loss, [parameters[name] for name in names], allow_unused=True)
+        if item is None:
+            break
         for name, gradient in zip(names, gradients):
             if gradient is not None:
                 fisher[name].add_(gradient.detach().pow(2), alpha=size)
@@ -60,7 +71,8 @@ def cross_entropy_batches(network: Callable[..., torch.Tensor], data: LabelledDa
 
 
 def task_fisher(network: nn.Module, parameters: Mapping[str, torch.Tensor], data: LabelledData, task: int,
-                batch_size: int, train_mode: bool, seen: bool = False) -> ParameterDict:
+                batch_size: int, train_mode: bool, seen: bool = False,
+                step: Callable[[int], AbstractContextManager[Any]] | None = None) -> ParameterDict:
     """Diagonal Fisher of `parameters` of `network` on a task's data (true labels; head `task`, or with `seen`
     the class scenario's output over the classes of tasks 0..task: FACIL's ewc.py takes the Fisher of the loss
     it trains with).
@@ -68,12 +80,14 @@ def task_fisher(network: nn.Module, parameters: Mapping[str, torch.Tensor], data
     `train_mode` runs the network in training mode (dropout active) as the reference does; the network's
     mode is restored afterwards, and so are its buffers: in training mode batch norm (resnet18) normalises by each
     batch and updates its running statistics, which the estimate must not leave changed in the model it measures.
+    `step(batch size)`: a context around each batch's work (`FlopLedger.sampled`).
     """
     was_training = network.training
     buffers = {name: buffer.clone() for name, buffer in network.named_buffers()}
     network.train(train_mode)
     try:
-        return diagonal_fisher(parameters, cross_entropy_batches(network, data, task, batch_size, seen))
+        steps = () if step is None else (step(len(range(len(data))[chunk])) for chunk in data.batches(batch_size))
+        return diagonal_fisher(parameters, cross_entropy_batches(network, data, task, batch_size, seen), steps)
     finally:
         network.train(was_training)
         with torch.no_grad():

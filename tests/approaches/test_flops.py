@@ -90,6 +90,13 @@ def test_work_outside_the_steps_is_counted_gdumbs_fit() -> None:
     assert flops == 2 * 5 * M * STEP
 
 
+def test_ewcs_fisher_is_counted_each_batch_a_sampled_step() -> None:
+    approach, flops = second_task_steps("ewc", fisher_batch_size=1)
+    assert approach.flops.taken["fisher"] == 43  # task 2's 43 images, one per batch: 3 counted, 40 charged
+    # the steps as sgd's; the Fisher's batches: forward and the weight's gradient over the 4 classes seen (2 tasks)
+    assert flops == 43 * STEP + 43 * 2 * (2 * INPUTS * 4)
+
+
 def test_an_evaluation_pass_is_forward_only() -> None:
     spec = one_layer_spec()
     tasks = tiny_tasks(spec)

@@ -313,7 +313,7 @@ def test_ewc_merges_the_fisher_of_three_tasks_with_weights_t_over_t_plus_1(monke
     per_task = {0: 1.0, 1: 4.0, 2: 10.0}  # each task's own Fisher, the same value on every weight
     calls: list[int] = []
 
-    def fisher_of(network, parameters, data, task, batch_size, dropout, seen=False):  # type: ignore[no-untyped-def]
+    def fisher_of(network, parameters, data, task, batch_size, dropout, seen=False, step=None):  # type: ignore[no-untyped-def]
         calls.append(task)
         assert data is tasks[task].train
         return {name: torch.full_like(value, per_task[task]) for name, value in parameters.items()}
