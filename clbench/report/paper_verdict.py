@@ -28,7 +28,7 @@ def within(ours: float, paper: float, std: float | None, metric: str) -> bool:
 
 def difference_text(ours: float, paper: float, metric: str) -> str:
     """ours - paper as the paper prints its numbers, signed (`+0.4`, `-0.03`)."""
-    return f"{printed(ours - paper, metric):+.{1 if metric == 'accuracy' else 2}f}"
+    return f"{printed(ours - paper, metric) + 0.0:+.{1 if metric == 'accuracy' else 2}f}"  # + 0.0: never "-0.0"
 
 
 def verdict(ours: float | None, seeds: int, paper: float, std: float | None, metric: str, *,

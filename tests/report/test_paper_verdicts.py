@@ -14,7 +14,7 @@ from resultbuilders import mnist2_config, pmnist_config, write_mnist2, write_run
 from typer.testing import CliRunner
 
 from clbench.cli import app
-from clbench.report.paper_verdict import verdict, within
+from clbench.report.paper_verdict import difference_text, verdict, within
 
 SMALL, MEDIUM = [100, 100], [500, 500]
 
@@ -56,6 +56,17 @@ def report(results: Path, benchmark: str, *options: str) -> str:
 ])
 def test_within_the_paper_s_std_at_its_printed_precision(ours, paper, std, metric, expected) -> None:
     assert within(ours, paper, std, metric) is expected
+
+
+@pytest.mark.parametrize(("ours", "paper", "metric", "expected"), [
+    (0.97368, 0.974, "accuracy", "+0.0"),   # -0.032 points prints as 0.0: never "-0.0"
+    (0.9163, 0.916, "accuracy", "+0.0"),
+    (0.920, 0.916, "accuracy", "+0.4"),
+    (0.9045, 0.916, "accuracy", "-1.2"),    # -1.15 points: round half to even on the float -1.1500000000000012
+    (-0.021, -0.02, "forgetting", "+0.00"),  # -0.001 at two digits
+])
+def test_a_difference_prints_signed_and_never_as_minus_zero(ours, paper, metric, expected) -> None:
+    assert difference_text(ours, paper, metric) == expected
 
 
 def test_the_verdict_text() -> None:
