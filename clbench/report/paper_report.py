@@ -97,7 +97,9 @@ def _paper_text(cell: PaperRow, scale: float, digits: int) -> str:
 
 
 def _signed(value: float | None, scale: float, digits: int) -> str:
-    return NO_SPREAD if value is None or not math.isfinite(value) else f"{round(value * scale, digits) + 0.0:+.{digits}f}"  # never "-0.0"
+    if value is None or not math.isfinite(value):
+        return NO_SPREAD
+    return f"{round(value * scale, digits) + 0.0:+.{digits}f}"  # + 0.0: never "-0.0"
 
 
 def comparison_csv(comparison: Comparison) -> str:

@@ -97,6 +97,17 @@ def test_ewcs_fisher_is_counted_each_batch_a_sampled_step() -> None:
     assert flops == 43 * STEP + 43 * 2 * (2 * INPUTS * 4)
 
 
+@pytest.mark.parametrize(("method", "settings", "kind"), [
+    ("ewc", {"fisher_batch_size": 1}, "fisher"),
+    ("lucir", {"buffer_size": 40, "finetune_epochs": 3, "replay_batch_size": M}, "lucir-finetune"),
+])
+def test_a_loop_of_its_own_is_sampled_and_counts_as_if_counted_in_full(method, settings, kind, monkeypatch) -> None:
+    approach, sampled = second_task_steps(method, **settings)
+    assert approach.flops.taken[kind] > 3  # more steps than the counted ones: the rest are charged
+    monkeypatch.setattr("clbench.approaches.flops.MEASURED_STEPS", 10**9)  # every step counted in full
+    assert second_task_steps(method, **settings)[1] == sampled > 0
+
+
 def test_an_evaluation_pass_is_forward_only() -> None:
     spec = one_layer_spec()
     tasks = tiny_tasks(spec)

@@ -215,22 +215,28 @@ class LUCIR(ReplayApproach):
         data = self.memory_data()
         self.network.eval()
         steps = 0
-        for _ in range(epochs):
-            order = torch.randperm(len(data), generator=self.batch_generator).to(data.images.device)
-            for indices in order.split(self.training_protocol.batch_size):
-                batch = data.batch(indices, self.augment_images if self.augment_generator is not None else None)
-                with torch.no_grad():
-                    features = self.multihead.features(batch.inputs)  # (B, F)
-                loss = self.scenario_cross_entropy(features, batch, stage)[0]
-                if stage > 0:
-                    loss = loss + self.hparams.lamb_mr * self.ranking(features, batch, stage)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                steps += 1
-                if steps == self.hparams.finetune_milestone:
-                    for group in optimizer.param_groups:
-                        group["lr"] *= 0.1
+        with self.flops.uncounted():  # but each step, sampled (counted whole, the fine-tuning doubled a run)
+            for _ in range(epochs):
+                order = torch.randperm(len(data), generator=self.batch_generator).to(data.images.device)
+                for indices in order.split(self.training_protocol.batch_size):
+                    batch = data.batch(indices, self.augment_images if self.augment_generator is not None else None)
+                    with self.flops.sampled("lucir-finetune", len(indices)):
+                        self.finetune_step(batch, stage, optimizer)
+                    steps += 1
+                    if steps == self.hparams.finetune_milestone:
+                        for group in optimizer.param_groups:
+                            group["lr"] *= 0.1
+
+    def finetune_step(self, batch: Batch, stage: int, optimizer: torch.optim.Optimizer) -> None:
+        """One fine-tuning step: the head and sigma by the cross-entropy plus lamb_mr x the margin ranking."""
+        with torch.no_grad():
+            features = self.multihead.features(batch.inputs)  # (B, F)
+        loss = self.scenario_cross_entropy(features, batch, stage)[0]
+        if stage > 0:
+            loss = loss + self.hparams.lamb_mr * self.ranking(features, batch, stage)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
 
     # ------------------------------------------------------------------ state
     def extra_state(self) -> dict[str, Any]:
