@@ -48,11 +48,12 @@ def with_validation_rows(run_dir: Path) -> None:
 
 
 def split_results(root: Path, curves: bool = True) -> Path:
-    """sgd, ewc, joint and random on seeds 0-2 of benchmark `b` (3 tasks), test and validation rows, each with a
-    curve (`curves`): hand_curve, joint's 5 points higher."""
+    """sgd, ewc, joint and random on seeds 0-2 of benchmark `b` (3 tasks), test and validation rows, each with its
+    training FLOPs and a curve (`curves`): hand_curve, joint's 5 points higher."""
     for seed in range(3):
         for method, matrix in (("sgd", SGD), ("ewc", EWC), ("joint", JOINT), ("random", RANDOM)):
-            run_dir = write_run(root, method, seed, matrix, initial=INITIAL if method in ("sgd", "ewc") else None)
+            run_dir = write_run(root, method, seed, matrix, initial=INITIAL if method in ("sgd", "ewc") else None,
+                                flops=[1_000, 2_000, 3_000])  # every metric's input stored: train-flops' too
             write_run_json(run_dir)
             with_validation_rows(run_dir)
             if curves:
