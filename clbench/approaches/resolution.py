@@ -30,7 +30,7 @@ from clbench.spec import (
 )
 from clbench.spec.fields import build, identity_dict, origin_of, to_dict
 from clbench.spec.grid import GridAxis, value_text
-from clbench.spec.sections import check_optimizer
+from clbench.spec.sections import check_optimizer, check_realtime
 
 __all__ = ["ResolvedApproach", "check_default_grids", "protocol", "protocol_notes", "refusal", "resolve"]
 
@@ -140,7 +140,7 @@ def _check_grid_axis(spec: BenchmarkSpec, method: str, axis: GridAxis) -> None:
         node[path[-1]] = value
         point = replace(spec, approaches={**spec.approaches, method: section},
                         origins={**spec.origins, f"approaches.{method}.{axis.key}": origin})
-        typed = _typed_value(_build(point, method), path)
+        typed = _typed_value(_build(point, method, asked=False), path)  # its values, not the protocol
         earlier = next((shown for other, shown in seen if other == typed), None)
         if earlier is not None:
             raise SpecError(f"{where}: `{name}`: {earlier} and {text} are the same value ({typed!r}); give each "
@@ -180,6 +180,9 @@ def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedAppr
     if asked:
         check_optimizer(training, f"{where}.training",
                         origin_of(f"{where}.training.momentum", spec.source, spec.origins))
+        given_at = [origin_of(key, spec.source, spec.origins) for key in (f"{where}.training.realtime",
+                                                                          "training.realtime")]
+        check_realtime(training, f"{where}.training", next((o for o in given_at if o != spec.source), spec.source))
     problem = hyperparameter_problem(cls, hyperparameters, spec)  # the domain against other fields and the benchmark
     if problem is not None and given(spec, method, problem.key):
         raise SpecError(domain_refusal(problem, method, hyperparameters).message(spec.source, spec.origins))

@@ -147,11 +147,15 @@ class TrainingSpec:
 
 
 def check_optimizer(training: TrainingSpec, where: str, source: str) -> None:
-    """SpecError for a protocol whose keys contradict each other: momentum with Adam, the real-time stream without
-    the online protocol's one pass."""
+    """SpecError for a protocol whose keys contradict each other: momentum with Adam."""
     if training.optimizer == "adam" and training.momentum:
         raise SpecError(f"{source}: `{where}.momentum` applies to `{where}.optimizer: sgd` or rmsprop, not adam "
                         f"(Adam's betas are fixed at 0.9/0.999); remove it")
+
+
+def check_realtime(training: TrainingSpec, where: str, source: str) -> None:
+    """SpecError for the real-time stream without the online protocol's one pass: checked on a method's own protocol
+    (its section may change the epochs), when the method is asked, as every global training option is."""
     if training.realtime and (training.max_epochs != 1 or training.early_stopping):
         raise SpecError(f"{source}: `{where}.realtime` is the online protocol's stream: it needs one pass "
                         f"(`{where}.max_epochs: 1`, `{where}.early_stopping: false`), not max_epochs "

@@ -167,8 +167,8 @@ def test_the_realtime_stream_trains_one_batch_in_three_for_a_step_of_three_units
 
 
 def test_realtime_needs_the_online_protocols_one_pass() -> None:
-    from clbench.spec.sections import TrainingSpec, check_optimizer
+    from clbench.spec.sections import TrainingSpec, check_realtime
 
     with pytest.raises(SpecError, match=r"`training.realtime` is the online protocol's stream: it needs one pass"):
-        check_optimizer(TrainingSpec(realtime=True), "training", "spec.yaml")
-    check_optimizer(TrainingSpec(realtime=True, max_epochs=1, early_stopping=False), "training", "spec.yaml")
+        check_realtime(TrainingSpec(realtime=True), "training", "spec.yaml")
+    check_realtime(TrainingSpec(realtime=True, max_epochs=1, early_stopping=False), "training", "spec.yaml")

@@ -106,6 +106,6 @@ def test_realtime_outside_the_online_protocol_is_refused_in_one_line(tmp_path: P
     code, output = invoke_fresh("train", "mnist2", "-m", "sgd", "--set", "training.realtime=true", "--results",
                                 str(tmp_path / "results"), *offline(tmp_path))
     assert code == 2
-    assert "`training.realtime` is the online protocol's stream: it needs one pass" in output
+    assert "training.realtime` is the online protocol's stream: it needs one pass" in output
     assert "max_epochs 200" in output
     assert not (tmp_path / "results").exists()
