@@ -20,7 +20,13 @@ def no_runs_command(cell: PaperRow) -> str:
     where it does not say), the cell's variant unless it is the spec's default (the spec is the paper's setting),
     and the joint and random references where the table is of the forgetting ratio (`trained_methods`)."""
     options = "".join(f" --set {option}" for option in variant_options(cell.benchmark, cell.variant))
-    return f"clbench train {cell.benchmark} -m {','.join(trained_methods(cell))} --seeds {paper_seeds(cell)}{options}"
+    return install_prefix(cell) + (f"clbench train {cell.benchmark} -m {','.join(trained_methods(cell))} "
+                                   f"--seeds {paper_seeds(cell)}{options}")
+
+
+def install_prefix(cell: PaperRow) -> str:
+    """`pip install PLUGIN, then ` for a cell whose method is a plugin shipped with clbench (not built in); ''."""
+    return f"pip install {cell.plugin} (in a clone of clbench), then " if cell.plugin else ""
 
 
 def trained_methods(cell: PaperRow) -> list[str]:
@@ -44,5 +50,5 @@ def variant_options(benchmark: str, variant: str | None) -> list[str]:
 
 def results_command(results: Results, cell: PaperRow) -> str:
     """`no_runs_command` into the report's results folder (`clbench.report.commands.train_command`)."""
-    return train_command(results, trained_methods(cell), paper_seeds(cell), variant_options(cell.benchmark,
-                                                                                            cell.variant))
+    return install_prefix(cell) + train_command(results, trained_methods(cell), paper_seeds(cell),
+                                                variant_options(cell.benchmark, cell.variant))

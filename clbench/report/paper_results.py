@@ -55,6 +55,8 @@ class PaperRow:
         primary: False for a table whose cells repeat another table's (not used for the comparison).
         other_protocol: how `source`'s protocol differs from the HAT paper's, where the number was trained under
             another protocol (then never called within: there is nothing to reproduce with the HAT protocol).
+        plugin: where `clbench_method` is not built in but a plugin shipped with clbench, the `pip install` argument
+            that installs it (relative to a clone's root), named in the command that makes its runs.
     """
 
     table: str
@@ -71,6 +73,7 @@ class PaperRow:
     source: str | None = None
     primary: bool = True
     other_protocol: str | None = None
+    plugin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,7 @@ def load_paper_results(path: Path = PAPER_FILE) -> PaperResults:
                 variant=cell.get("variant"), stage=int(cell["stage"]), mean=_fraction(cell["mean"], percent),
                 std=None if std is None else _fraction(std, percent), seeds=table.get("seeds"),
                 parameters=cell.get("parameters"), source=cell.get("source"), primary=bool(table["primary"]),
-                other_protocol=cell.get("other_protocol")))
+                other_protocol=cell.get("other_protocol"), plugin=cell.get("plugin")))
     return PaperResults(tuple(rows), data.get("protocol", {}))
 
 

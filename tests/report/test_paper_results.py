@@ -144,7 +144,7 @@ def test_accuracy_cells_match_the_tex_in_fractions(tex: str) -> None:
     assert typed("tab:PMNIST", "ewc", 10, "small").mean == pytest.approx(float(ewc_small[1]) / 100)
     assert typed("tab:PMNIST", "hat", 10, "large").std is None
     assert typed("tab:PMNIST", None, 5, approach="Generative Replay").mean == pytest.approx(0.949)
-    assert typed("tab:5MNIST", None, 2, approach="L2-Transfer").mean == pytest.approx(0.858)
+    assert typed("tab:5MNIST", "l2transfer", 2, approach="L2-Transfer").mean == pytest.approx(0.858)
 
 
 # ---------------------------------------------------------------------------------------------- pure functions
@@ -216,7 +216,7 @@ def test_runs_of_no_approach_in_the_paper_s_table_say_there_is_nothing_to_compar
     assert code == 0, output
     assert output.splitlines()[0].endswith(": no runs here of its approaches")
     assert ("- nothing to compare with the paper (tab:5MNIST): no approach here (derpp) is one of its hat, imm-mean, "
-            "imm-mode, sgd") in output.splitlines()
+            "imm-mode, l2transfer, sgd") in output.splitlines()
 
 
 def test_a_report_without_numbers_says_there_is_nothing_to_compare() -> None:
@@ -233,7 +233,7 @@ def test_full_protocol_runs_show_the_papers_numbers_and_the_differences(tmp_path
     everything = paper_csv(tmp_path, "mnist2")
     frame = everything[everything["seeds"] > 0]
     assert set(frame.index) == {"hat", "sgd"} and frame["reproduction"].all()
-    assert set(everything.index) - set(frame.index) == {"imm-mean", "imm-mode"}  # rows without runs
+    assert set(everything.index) - set(frame.index) == {"imm-mean", "imm-mode", "l2transfer"}  # rows without runs
     # hat: A<=2 = 0.98 (seeds 0-4) and 0.99 (5-9): mean 0.985; paper 99.0% (0.0): no difference in stds
     assert frame.loc["hat", "mean"] == pytest.approx(0.985)
     assert frame.loc["hat", "paper_mean"] == pytest.approx(0.99)
@@ -254,6 +254,10 @@ def test_full_protocol_runs_show_the_papers_numbers_and_the_differences(tmp_path
         "98.5 (0.5)", "10", "99.0 (0.0)", "-0.5", "–", "not within (-0.5)"]
     assert everything.loc["imm-mean", "verdict"] == (
         f"no runs: clbench train mnist2 -m imm-mean --seeds 0-9 --results {tmp_path}")
+    # L2-transfer is the example plugin, not built in: its command installs it first
+    assert everything.loc["l2transfer", "verdict"] == (
+        "no runs: pip install ./examples/l2transfer (in a clone of clbench), then "
+        f"clbench train mnist2 -m l2transfer --seeds 0-9 --results {tmp_path}")
 
 
 def test_a_quick_run_is_not_a_reproduction_and_says_why(tmp_path: Path) -> None:
@@ -343,7 +347,20 @@ def test_no_paper_row_is_marked_unimplemented_for_an_approach_clbench_registers(
     registered = set(approach_names())
     unimplemented = {row.approach for row in load_paper_results().rows if row.clbench_method is None}
     assert not {name for name in unimplemented if name.lower() in registered}
-    assert {row.clbench_method for row in load_paper_results().rows} - {None} <= registered
+    built_in = {row.clbench_method for row in load_paper_results().rows if row.plugin is None}
+    assert built_in - {None} <= registered
+
+
+def test_a_paper_row_of_a_plugin_names_a_plugin_shipped_with_clbench_and_its_method() -> None:
+    """L2-transfer (tab:5MNIST) is the example plugin: its `plugin` path holds a package whose entry point is the
+    row's method, so the command printed for its missing runs installs what it names."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    plugins = {row.clbench_method: row.plugin for row in load_paper_results().rows if row.plugin}
+    assert plugins == {"l2transfer": "./examples/l2transfer"}
+    project = tomllib.loads((root / plugins["l2transfer"] / "pyproject.toml").read_text())
+    assert "l2transfer" in project["project"]["entry-points"]["clbench.approaches"]
 
 
 def test_pmnist_si_runs_are_compared_with_the_si_row_and_its_source_is_named(tmp_path: Path) -> None:

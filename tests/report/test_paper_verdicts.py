@@ -95,7 +95,7 @@ def test_split_mnist_cells_within_or_not_and_the_commands_for_the_rest(tmp_path:
     assert frame.loc["imm-mode", "verdict"] == (
         f"no runs: clbench train mnist2 -m imm-mode --seeds 0-9 --results {tmp_path}")
     assert frame.loc["hat", "verdict"] == f"no runs: clbench train mnist2 -m hat --seeds 0-9 --results {tmp_path}"
-    assert list(frame.index) == ["sgd", "imm-mean", "imm-mode", "hat"]  # the paper's order (tab:5MNIST)
+    assert list(frame.index) == ["sgd", "l2transfer", "imm-mean", "imm-mode", "hat"]  # the paper's order (tab:5MNIST)
     assert not frame.loc["hat", "reproduction"] and frame.loc["hat", "seeds"] == 0
 
 
