@@ -17,6 +17,11 @@ step's forward pass, by reservoir sampling over the stream, and replays from the
 
 Only the memory changes: the loss stays Avalanche's (one forward pass over the memory batch joined to the current
 one, the same memory batch for the logit matching and the replayed labels). Imported by the tool after avalanche.
+
+Run as a script, it is `clbench` with `av-der`'s strategy replaced by one of the variants (the arguments after the
+variant are clbench's; `--jobs 1`, so the replacement lives in the process, and a results folder of its own):
+
+    python tools/avalanche_der_memory.py reservoir train mnist5 -m av-der --seeds 0-2 --jobs 1 --results OTHER ...
 """
 
 from __future__ import annotations
@@ -114,6 +119,13 @@ class ReservoirDER(DER):
         self.seen += 1
 
 
+class ReservoirFromSecondDER(ReservoirDER):
+    """`ReservoirDER(from_second=True)`, as a class (clbench's adapter builds a strategy from its class)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(from_second=True, **kwargs)
+
+
 def der_strategy(memory: str, **kwargs: Any) -> DER:
     """Avalanche's DER with the memory MEMORY (the module's doc), built with KWARGS (DER's own)."""
     if memory == "avalanche":
@@ -121,3 +133,18 @@ def der_strategy(memory: str, **kwargs: Any) -> DER:
     if memory == "training-logits":
         return TrainingLogitsDER(**kwargs)
     return ReservoirDER(from_second=memory == "reservoir-from-second", **kwargs)
+
+
+if __name__ == "__main__":
+    import sys
+
+    import avalanche.training
+
+    variant = sys.argv.pop(1)
+    if variant not in ("training-logits", "reservoir", "reservoir-from-second"):
+        raise SystemExit(f"the variant {variant!r}: one of training-logits, reservoir, reservoir-from-second")
+    avalanche.training.DER = {"training-logits": TrainingLogitsDER, "reservoir": ReservoirDER,
+                              "reservoir-from-second": ReservoirFromSecondDER}[variant]
+    from clbench.cli import console_main
+
+    console_main()
