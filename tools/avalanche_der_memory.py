@@ -14,6 +14,8 @@ step's forward pass, by reservoir sampling over the stream, and replays from the
 - `reservoir`: Mammoth's memory: a reservoir over the stream, each batch added after its step with that step's
   logits, replayed from the first step on.
 - `reservoir-from-second`: as `reservoir`, but nothing replayed during the first experience (as in Avalanche).
+- `reservoir-two-draws` (as a script only): as `reservoir`, with Mammoth's loss too: two independent memory batches
+  per step, one for the logit matching, one for the replayed labels.
 
 Only the memory changes: the loss stays Avalanche's (one forward pass over the memory batch joined to the current
 one, the same memory batch for the logit matching and the replayed labels). Imported by the tool after avalanche.
@@ -32,6 +34,7 @@ from typing import Any
 import torch
 from avalanche.training import DER
 from avalanche.training.supervised import der as der_module
+from torch.nn import functional
 
 AVALANCHE_LOGITS = der_module.compute_dataset_logits
 
@@ -79,6 +82,7 @@ class ReservoirDER(DER):
         self.seen = 0
         self.generator = torch.Generator().manual_seed(0)
         self.current = 0
+        self.draws = 1  # memory batches per step: 1 (Avalanche's loss) or 2 (ReservoirTwoDrawsDER)
 
     def _before_training_exp(self, **kwargs: Any) -> None:
         super(DER, self)._before_training_exp(**kwargs)  # not DER's: no loader over Avalanche's memory
@@ -94,11 +98,13 @@ class ReservoirDER(DER):
             self.replay_loader = None  # DER.training_epoch: the plain loss
             return
         drawn = torch.randperm(len(self.memory), generator=self.generator)[: self.batch_size_mem].tolist()
+        if self.draws == 2:  # a second, independent draw for the replayed labels (Mammoth's observe)
+            drawn += torch.randperm(len(self.memory), generator=self.generator)[: self.batch_size_mem].tolist()
         x, y, task, logits = (torch.stack(column) for column in zip(*(self.memory[i] for i in drawn)))
         self.replay_loader = True  # DER.training_epoch only asks whether it is None
         self.mbatch[0], self.mbatch[1] = torch.cat((x, self.mbatch[0])), torch.cat((y, self.mbatch[1]))
         self.mbatch[2] = torch.cat((task, self.mbatch[2]))
-        self.batch_logits = logits
+        self.batch_logits = logits[: self.batch_size_mem]
 
     def _after_update(self, **kwargs: Any) -> None:
         super()._after_update(**kwargs)
@@ -126,6 +132,45 @@ class ReservoirFromSecondDER(ReservoirDER):
         super().__init__(from_second=True, **kwargs)
 
 
+class ReservoirTwoDrawsDER(ReservoirDER):
+    """`ReservoirDER` with Mammoth's loss too: the logit matching on one memory batch and the replayed labels on a
+    second, independent one (Mammoth `models/derpp.py` `observe`: two `buffer.get_data` calls), each term its own
+    mean, in one forward pass over [first memory batch, second, current batch]."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.draws = 2
+
+    def training_epoch(self, **kwargs: Any) -> None:
+        """Avalanche's `DER.training_epoch` (der.py lines 278-334) with the loss's three terms on three slices."""
+        for batch in self.dataloader:
+            self.mbatch = batch
+            if self._stop_training:
+                break
+            self._unpack_minibatch()
+            self._before_training_iteration(**kwargs)
+            self.optimizer.zero_grad()
+            self.loss = self._make_empty_loss()
+            self._before_forward(**kwargs)
+            self.mb_output = self.forward()
+            self._after_forward(**kwargs)
+            if self.replay_loader is not None:
+                m = self.batch_size_mem
+                out, y = self.mb_output, self.mb_y
+                self.loss += functional.cross_entropy(out[2 * m:], y[2 * m:])
+                self.loss += self.alpha * functional.mse_loss(out[:m], self.batch_logits)
+                self.loss += self.beta * functional.cross_entropy(out[m:2 * m], y[m:2 * m])
+            else:
+                self.loss += self.criterion()
+            self._before_backward(**kwargs)
+            self.backward()
+            self._after_backward(**kwargs)
+            self._before_update(**kwargs)
+            self.optimizer_step()
+            self._after_update(**kwargs)
+            self._after_training_iteration(**kwargs)
+
+
 def der_strategy(memory: str, **kwargs: Any) -> DER:
     """Avalanche's DER with the memory MEMORY (the module's doc), built with KWARGS (DER's own)."""
     if memory == "avalanche":
@@ -141,10 +186,11 @@ if __name__ == "__main__":
     import avalanche.training
 
     variant = sys.argv.pop(1)
-    if variant not in ("training-logits", "reservoir", "reservoir-from-second"):
-        raise SystemExit(f"the variant {variant!r}: one of training-logits, reservoir, reservoir-from-second")
-    avalanche.training.DER = {"training-logits": TrainingLogitsDER, "reservoir": ReservoirDER,
-                              "reservoir-from-second": ReservoirFromSecondDER}[variant]
+    variants = {"training-logits": TrainingLogitsDER, "reservoir": ReservoirDER,
+                "reservoir-from-second": ReservoirFromSecondDER, "reservoir-two-draws": ReservoirTwoDrawsDER}
+    if variant not in variants:
+        raise SystemExit(f"the variant {variant!r}: one of {', '.join(variants)}")
+    avalanche.training.DER = variants[variant]
     from clbench.cli import console_main
 
     console_main()
