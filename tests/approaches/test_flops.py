@@ -100,6 +100,7 @@ def test_ewcs_fisher_is_counted_each_batch_a_sampled_step() -> None:
 @pytest.mark.parametrize(("method", "settings", "kind"), [
     ("ewc", {"fisher_batch_size": 1}, "fisher"),
     ("lucir", {"buffer_size": 40, "finetune_epochs": 3, "replay_batch_size": M}, "lucir-finetune"),
+    ("bic", {"buffer_size": 40, "bias_epochs": 5, "replay_batch_size": M}, "bic-bias"),
 ])
 def test_a_loop_of_its_own_is_sampled_and_counts_as_if_counted_in_full(method, settings, kind, monkeypatch) -> None:
     approach, sampled = second_task_steps(method, **settings)

@@ -9,6 +9,8 @@ open (cited per function).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 
 import torch
 from torch.nn import functional
@@ -91,7 +93,9 @@ def bias_lr_factor(epoch: int, epochs: int) -> float:
 
 def fit_bias(logits: torch.Tensor, targets: torch.Tensor, column_task: torch.Tensor, alpha: torch.Tensor,
              beta: torch.Tensor, task: int, *, epochs: int, batch_size: int, optimizer: str, lr: float,
-             momentum: float, beta_l2: float, generator: torch.Generator) -> tuple[float, float]:
+             momentum: float, beta_l2: float, generator: torch.Generator,
+             each_step: Callable[[int], AbstractContextManager[object]] = lambda size: nullcontext()
+             ) -> tuple[float, float]:
     """Task `task`'s (alpha, beta) fitted on held-out samples' logits, every other task's pair fixed.
 
     logits (N, C): the frozen network's outputs on the held-out samples; targets (N,): their class in 0..C-1.
@@ -102,6 +106,7 @@ def fit_bias(logits: torch.Tensor, targets: torch.Tensor, column_task: torch.Ten
     or `adam` (Mammoth `models/bic.py`: Adam, lr 0.001, constant). Alpha is held at `ALPHA_FLOOR` or above after
     every step (a projected fit), so that the layer never reorders the task's own logits.
     The network is frozen, so its logits are computed once rather than at every epoch: the same values.
+    `each_step(batch size)`: a context entered around each step (the FLOP counter's sampling, `FlopLedger.sampled`).
     """
     start_alpha, start_beta = float(alpha[task]), float(beta[task])
     pair = torch.tensor([start_alpha, start_beta], dtype=logits.dtype, device=logits.device, requires_grad=True)
@@ -114,12 +119,13 @@ def fit_bias(logits: torch.Tensor, targets: torch.Tensor, column_task: torch.Ten
             step.param_groups[0]["lr"] = lr * bias_lr_factor(epoch, epochs)
         order = torch.randperm(logits.shape[0], generator=generator).to(logits.device)
         for indices in order.split(batch_size):
-            corrected = torch.where(mine, logits[indices] * pair[0] + pair[1], fixed[indices])  # (b, C)
-            loss = functional.cross_entropy(corrected, targets[indices]) + beta_l2 * pair[1] ** 2 / 2
-            step.zero_grad()
-            loss.backward()
-            step.step()
-            with torch.no_grad():
-                pair[0].clamp_(min=ALPHA_FLOOR)
+            with each_step(len(indices)):
+                corrected = torch.where(mine, logits[indices] * pair[0] + pair[1], fixed[indices])  # (b, C)
+                loss = functional.cross_entropy(corrected, targets[indices]) + beta_l2 * pair[1] ** 2 / 2
+                step.zero_grad()
+                loss.backward()
+                step.step()
+                with torch.no_grad():
+                    pair[0].clamp_(min=ALPHA_FLOOR)
     fitted = pair.detach()
     return float(fitted[0]), float(fitted[1])
