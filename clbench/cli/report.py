@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from clbench.report.comparison import Comparison
     from clbench.report.loading import Results
     from clbench.report.sections import Section
+    from clbench.report.summary import Summary
     from clbench.report.tables import Report
 
 MetricName = Literal[tuple(METRICS)]  # type: ignore[valid-type]
@@ -191,11 +192,16 @@ def run_report(results: Path, benchmark: str | None, request: ReportRequest) -> 
     sections: list[Section] = []
     figures: list[Path] = []
     comparisons: list[Comparison] = []
+    summaries: list[Summary] | None = [] if len(names) > 1 else None  # several: one FLOPs figure, a panel each
     for name, spec_argument in names:
         found, drawn = _benchmark_sections(results, name, request, spec_argument, alone=len(names) == 1,
-                                           comparisons=comparisons)
+                                           comparisons=comparisons, summaries=summaries)
         sections += found
         figures += drawn
+    if summaries and request.plot is not None:
+        from clbench.report.figures import plot_accuracy_flops
+
+        figures += plot_accuracy_flops(summaries, request.plot)
     if request.compare:
         found, drawn = _compare_sections(comparisons, request, several=len(names) > 1)
         sections += found
@@ -257,11 +263,12 @@ def _spec_file_of_runs(results: Path, name: str) -> str | None:
 
 
 def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_argument: str | None = None,
-                        alone: bool = True, comparisons: list[Comparison] | None = None
-                        ) -> tuple[list[Section], list[Path]]:
+                        alone: bool = True, comparisons: list[Comparison] | None = None,
+                        summaries: list[Summary] | None = None) -> tuple[list[Section], list[Path]]:
     """The sections and figures of one benchmark; `alone`: the only one reported, so a benchmark without rows of
     `--split` is nothing to report (exit 2) rather than a note beside the others. With `--compare`, the
-    benchmark's comparison goes to `comparisons` (its table is printed after every benchmark's other sections)."""
+    benchmark's comparison goes to `comparisons` (its table is printed after every benchmark's other sections);
+    with `summaries`, its `--plot` summary goes there (one accuracy-against-FLOPs figure for every benchmark)."""
     from clbench.report.loading import load_results
     from clbench.report.monitoring import method_reporter, monitoring_reporters
     from clbench.report.notes import no_split_rows_note
@@ -313,8 +320,11 @@ def _benchmark_sections(results: Path, name: str, request: ReportRequest, spec_a
     if request.plot is not None:
         from clbench.report.figures import plot_accuracy_flops
 
-        figures += monitoring_figures(loaded, named, request.plot) + plot_accuracy_flops([build_summary(loaded)],
-                                                                                          request.plot)
+        figures += monitoring_figures(loaded, named, request.plot)
+        if summaries is None:
+            figures += plot_accuracy_flops([build_summary(loaded)], request.plot)
+        else:
+            summaries.append(build_summary(loaded))
     if request.plot is not None and request.continual:
         from clbench.report.continual import plot_continual
 

@@ -187,26 +187,54 @@ def _cliques(ranks: Sequence[float], critical_difference: float) -> list[tuple[f
 
 # ---------------------------------------------------------------------------------------------- compute
 
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")  # one per setting of an approach (`method (key=value)`)
+
+
+def approach_and_setting(label: str) -> tuple[str, str]:
+    """`derpp (training.realtime=true)` -> (`derpp`, `training.realtime=true`); a bare label's setting is ''."""
+    found = re.fullmatch(r"(.+?) \((.+)\)", label)
+    return (found[1], found[2]) if found else (label, "")
+
+
 def plot_accuracy_flops(summaries: Sequence[Summary], directory: Path) -> list[Path]:
     """Accuracy after the last task against training FLOPs (`report --summary`'s A<=T and train FLOPs), one panel per
     benchmark's summary: each approach a point at its means over seeds, its bars one standard deviation each way
-    (none from one seed), FLOPs on a log scale. Nothing when no approach has FLOPs (runs of an older clbench)."""
+    (none from one seed), FLOPs on a log scale. An approach's colour is the same in every panel and its settings
+    (the labels' `(key=value)`, e.g. with and without `training.realtime`) are marker shapes, named in one legend
+    beside the panels. Rows without training FLOPs (the random reference: 0) are left out of the log scale. Nothing
+    when no approach has FLOPs (runs of an older clbench)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import EngFormatter, LogLocator
+
     drawn = [summary for summary in summaries if summary.shows_flops]
     if not drawn:
         return []
-    figure = Figure(figsize=(5.2 * len(drawn), 4.0))
-    for index, summary in enumerate(drawn):
+    rows = [[row for row in summary.rows if row.train_flops.n and row.accuracy.n and row.train_flops.mean > 0]
+            for summary in drawn]
+    parts = [approach_and_setting(row.label) for panel in rows for row in panel]
+    palette = colours(list(dict.fromkeys(approach for approach, _ in parts)))
+    markers = {setting: MARKERS[i % len(MARKERS)] for i, setting in enumerate(dict.fromkeys(s for _, s in parts))}
+    figure = Figure(figsize=(4.6 * len(drawn) + 2.6, 4.2))
+    for index, (summary, panel) in enumerate(zip(drawn, rows)):
         axes = figure.add_subplot(1, len(drawn), index + 1)
-        rows = [row for row in summary.rows if row.train_flops.n and row.accuracy.n]
-        for row, colour in zip(rows, colours([row.label for row in rows]).values()):
+        for row in panel:
+            approach, setting = approach_and_setting(row.label)
             spread = [0.0 if np.isnan(cell.std) else cell.std for cell in (row.train_flops, row.accuracy)]
             axes.errorbar(row.train_flops.mean, 100 * row.accuracy.mean, xerr=spread[0], yerr=100 * spread[1],
-                          fmt="o", color=colour, capsize=3, label=row.label)
+                          fmt=markers[setting], color=palette[approach], capsize=3, markersize=6)
         axes.set_xscale("log")
+        axes.xaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))  # 20G, 50G, 100G, ...: a label in any decade
+        for formatter in (axes.xaxis.set_major_formatter, axes.xaxis.set_minor_formatter):
+            formatter(EngFormatter(sep=""))
         axes.set_xlabel("training FLOPs (all stages)")
         axes.set_ylabel(rf"$A^{{\leq {summary.stages}}}$ [%]")
         axes.set_title(summary.benchmark)
         axes.grid(True, alpha=0.3)
-        axes.legend(fontsize="small")
+    handles = [Line2D([], [], color=colour, marker="o", linestyle="", label=approach)
+               for approach, colour in palette.items()]
+    handles += [Line2D([], [], color="grey", marker=marker, linestyle="", label=setting)
+                for setting, marker in markers.items() if setting and len(markers) > 1]
+    figure.legend(handles=handles, loc="center right", fontsize="small", frameon=False)
+    figure.subplots_adjust(left=0.08, right=1 - 2.4 / (4.6 * len(drawn) + 2.6), wspace=0.3, bottom=0.14)
     stem = drawn[0].benchmark if len(drawn) == 1 else "benchmarks"
     return save(figure, directory, f"{slug(stem)}-accuracy-flops")

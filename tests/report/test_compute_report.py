@@ -109,3 +109,46 @@ def test_realtime_outside_the_online_protocol_is_refused_in_one_line(tmp_path: P
     assert "training.realtime` is the online protocol's stream: it needs one pass" in output
     assert "max_epochs 200" in output
     assert not (tmp_path / "results").exists()
+
+
+def test_several_benchmarks_share_one_flops_figure_a_panel_each(realtime_results, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`report --plot` over every benchmark of the results: one accuracy-against-FLOPs figure, a panel per benchmark
+    with that benchmark's approaches (issue 61), not a figure each."""
+    import shutil
+
+    import clbench.report.figures as figures
+
+    folder = tmp_path / "results"
+    shutil.copytree(realtime_results[0], folder)
+    for plan in plan_runs(replace(online_spec(True), name="tiny-b"), ["sgd"], [0], folder):
+        execute(plan, device=torch.device("cpu"), loader=synthetic_loader(n_train=96, n_test=40))
+    drawn: dict[str, object] = {}
+    save = figures.save
+    monkeypatch.setattr(figures, "save", lambda figure, directory, stem: drawn.setdefault(stem, figure) and
+                        save(figure, directory, stem))
+    code, output = invoke_fresh("report", "--results", str(folder), "--plot", str(tmp_path / "figures"))
+    assert code == 0, output
+    flops_figures = {stem: figure for stem, figure in drawn.items() if stem.endswith("accuracy-flops")}
+    assert list(flops_figures) == ["benchmarks-accuracy-flops"]
+    panels = flops_figures["benchmarks-accuracy-flops"].axes  # type: ignore[attr-defined]
+    assert [axes.get_title() for axes in panels] == ["tiny", "tiny-b"]
+    # a point per approach and panel (its error bars' line), in the approach's colour, the same in every panel
+    points = [[(line.get_xdata()[0], line.get_color()) for line in axes.get_lines() if line.get_marker() == "o"]
+              for axes in panels]
+    assert [len(panel) for panel in points] == [2, 1]
+    legend = {text.get_text(): handle.get_color() for text, handle in  # type: ignore[attr-defined]
+              zip(flops_figures["benchmarks-accuracy-flops"].legends[0].get_texts(),
+                  flops_figures["benchmarks-accuracy-flops"].legends[0].legend_handles)}
+    assert sorted(legend) == ["derpp", "sgd"] and points[1][0][1] == legend["sgd"]
+    assert legend["sgd"] in {colour for _, colour in points[0]}
+    assert (tmp_path / "figures" / "benchmarks-accuracy-flops.png").is_file()
+
+
+@pytest.mark.parametrize(("label", "expected"), [
+    ("derpp (training.realtime=true)", ("derpp", "training.realtime=true")), ("sgd", ("sgd", "")),
+    ("hat (smax=200.0, c=0.5)", ("hat", "smax=200.0, c=0.5")), ("my (odd) name", ("my (odd) name", ""))])
+def test_a_label_splits_into_its_approach_and_its_setting(label: str, expected: tuple[str, str]) -> None:
+    from clbench.report.figures import approach_and_setting
+
+    assert approach_and_setting(label) == expected
