@@ -10,6 +10,12 @@ deprecated `verbose` in 2.2 and has since removed it, so `av-bic` is refused whe
 print nothing, what torch does without it), in Avalanche's BiC module and in torch's namespace that the refusal
 reads; everything else is `av-bic` as shipped. The arguments are `clbench`'s; `--jobs 1` (the patch lives in this
 process). Needs the extra `avalanche`. Not a test.
+
+    python tools/avalanche_bic_scheduler.py classes-softmax train seq-mnist -m av-bic ...
+
+also replaces the distillation's soft targets (`BiCPlugin.cross_entropy`, bic.py lines 284-296:
+`softmax(old_outputs / 2, dim=0)`, over the batch, at a fixed T 2) by the softmax over the old classes at the
+plugin's `T` (`dim=1`, as clbench's `bic`, FACIL and the BiC paper's Eq. 2): the matched run of docs/avalanche.md.
 """
 
 from __future__ import annotations
@@ -27,7 +33,18 @@ class VerboseMultiStepLR(torch.optim.lr_scheduler.MultiStepLR):
         super().__init__(*args, **kwargs)
 
 
+def classes_softmax_distillation(self: Any, new_outputs: torch.Tensor, old_outputs: torch.Tensor) -> torch.Tensor:
+    """Avalanche's distillation with the soft targets over the classes (dim 1) at the plugin's T."""
+    targets = torch.nn.functional.softmax(old_outputs / self.T, dim=1)
+    return torch.nn.functional.cross_entropy(new_outputs / self.T, targets)
+
+
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["classes-softmax"]:
+        del sys.argv[1]
+        bic.BiCPlugin.cross_entropy = classes_softmax_distillation  # type: ignore[method-assign]
     torch.optim.lr_scheduler.MultiStepLR = VerboseMultiStepLR  # type: ignore[misc]
     bic.MultiStepLR = VerboseMultiStepLR  # type: ignore[attr-defined]
     from clbench.cli import console_main
