@@ -66,10 +66,35 @@ def registry():  # type: ignore[no-untyped-def]
         yield
 
 
+class VerboseMultiStepLR(torch.optim.lr_scheduler.MultiStepLR):
+    """torch's MultiStepLR with the `verbose` argument that avalanche-lib 0.6.0's BiC passes (plugins/bic.py:383),
+    as torch's took it before its removal: av-bic's adaptation is tested whatever torch is installed."""
+
+    def __init__(self, *args, verbose: bool = False, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+
+
+class TerseMultiStepLR(torch.optim.lr_scheduler.MultiStepLR):
+    """torch's MultiStepLR as torch 2.14's: no `verbose` argument."""
+
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(optimizer, milestones, gamma, last_epoch)
+
+
+def installed_scheduler(monkeypatch, scheduler: type) -> None:  # type: ignore[no-untyped-def]
+    import avalanche.training.plugins.bic as bic
+
+    monkeypatch.setattr(torch.optim.lr_scheduler, "MultiStepLR", scheduler)
+    monkeypatch.setattr(bic, "MultiStepLR", scheduler)
+
+
 @pytest.mark.parametrize("method", [name for name in RUNNABLE if not av_class(name).not_resumable])
-def test_every_runnable_strategy_resumes_with_the_uninterrupted_numbers(method: str, tmp_path: Path) -> None:
+def test_every_runnable_strategy_resumes_with_the_uninterrupted_numbers(method: str, tmp_path: Path,
+                                                                        monkeypatch) -> None:
     if method == "av-gem" and importlib.util.find_spec("quadprog") is None:
         pytest.skip("av-gem needs quadprog (refused without it: test_gem_without_quadprog_is_refused)")
+    if method == "av-bic":  # refused where torch's MultiStepLR has no verbose: test_bic_s_scheduler_...
+        installed_scheduler(monkeypatch, VerboseMultiStepLR)
     spec = spec_for(method, "class" if method in CLASS_ONLY else "task", max_epochs=3)
     reference = run(tmp_path / "reference", method, spec)
     assert full_matrix(reference.rows)
@@ -112,6 +137,33 @@ def test_gem_without_quadprog_is_refused(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "quadprog" else real(name, *a))
     with pytest.raises(SpecError, match="approach av-gem: GEM solves a quadratic programme with quadprog"):
         run(tmp_path, "av-gem", spec_for("av-gem", "task"))
+
+
+def test_bic_s_scheduler_without_torch_s_verbose_is_refused(tmp_path: Path, monkeypatch) -> None:
+    installed_scheduler(monkeypatch, TerseMultiStepLR)
+    with pytest.raises(SpecError, match=r"approach av-bic: BiC cannot run here: .*plugins/bic.py:383-385"):
+        run(tmp_path, "av-bic", spec_for("av-bic", "class"))
+    assert not (tmp_path / "tiny").exists()
+
+
+def test_bic_trains_on_a_copy_of_the_experience_whose_dataset_it_reassigns(tmp_path: Path, monkeypatch) -> None:
+    """BiC's plugin replaces the experience's dataset by all but its held-out share (plugins/bic.py:173): the copy
+    it trains on shrinks, the stream's experience keeps the task's whole training set."""
+    installed_scheduler(monkeypatch, VerboseMultiStepLR)
+    bic = av_class("av-bic")
+    original = bic.training_experience
+    trained: list = []
+
+    def recording(self, experience):  # type: ignore[no-untyped-def]
+        copy = original(self, experience)
+        trained.append((experience, len(experience.dataset), copy))
+        return copy
+
+    monkeypatch.setattr(bic, "training_experience", recording)
+    outcome = run(tmp_path, "av-bic", spec_for("av-bic", "class"))
+    assert full_matrix(outcome.rows) and len(trained) == 3
+    for experience, size, copy in trained:
+        assert len(experience.dataset) == size and 0 < len(copy.dataset) < size
 
 
 def test_the_class_scenario_s_seen_loss_is_refused(tmp_path: Path) -> None:

@@ -163,12 +163,16 @@ class AvalancheApproach(Approach):
                                    self.restore, progress, self.step_hook, self.flops)
         self.protocol.task = task
         try:
-            self.strategy.train(made[stage], eval_streams=[])
+            self.strategy.train(self.training_experience(made[stage]), eval_streams=[])
         finally:
             self.protocol.task = None
             self.network = self.strategy.model
         return TaskLog(stage, task.epoch, task.best_epoch if schedule.restores_best else task.epoch,
                        schedule.best_loss, schedule.lr, time.perf_counter() - start, task.batches)
+
+    def training_experience(self, experience: Any) -> Any:
+        """The experience the strategy's `train` gets for a task (default: the stream's own)."""
+        return experience
 
     def shared(self, tasks: TaskSequence) -> dict[str, Any]:
         from clbench.approaches.avalanche import bridge

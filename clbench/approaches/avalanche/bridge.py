@@ -19,7 +19,7 @@ from typing import Any
 import dill
 import numpy as np
 import torch
-from avalanche.benchmarks.scenarios.dataset_scenario import benchmark_from_datasets
+from avalanche.benchmarks.scenarios.dataset_scenario import DatasetExperience, benchmark_from_datasets
 from avalanche.benchmarks.scenarios.supervised import with_classes_timeline
 from avalanche.benchmarks.scenarios.task_aware import with_task_labels
 from avalanche.benchmarks.utils.classification_dataset import _make_taskaware_tensor_classification_dataset
@@ -123,6 +123,29 @@ def experiences(tasks: TaskSequence, scenario: str, class_offsets: tuple[int, ..
     for experience in stream:
         experience.benchmark = order
     return stream, tensors
+
+
+class ReassignableExperience(DatasetExperience):
+    """An experience whose `dataset` a plugin may reassign, as the experiences of Avalanche's own generators allow
+    (benchmarks/scenarios/deprecated/__init__.py:53-55); `benchmark_from_datasets`'s are read-only
+    (dataset_scenario.py:78-83)."""
+
+    @property
+    def dataset(self) -> Any:
+        return self._dataset
+
+    @dataset.setter
+    def dataset(self, data: Any) -> None:
+        self._dataset = data
+
+
+def reassignable(experience: Any) -> ReassignableExperience:
+    """A copy of `experience` for one `train` call whose `dataset` BiC may replace by its training share
+    (plugins/bic.py:173, before_train_dataset_adaptation); the stream's experience keeps the task's whole training
+    set, which the next tasks and the checkpoint's shared objects refer to."""
+    copied = ReassignableExperience.__new__(ReassignableExperience)
+    copied.__dict__.update(experience.__dict__)
+    return copied
 
 
 @dataclass(frozen=True)

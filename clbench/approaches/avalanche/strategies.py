@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from clbench.approaches.avalanche.adapter import AvalancheApproach
 from clbench.approaches.datatypes import Hyperparameters
 from clbench.nets import MultiHeadNet
+from clbench.spec import DataSpec, TrainingSpec
 from clbench.spec.fields import field
 
 SIGNATURES = "avalanche/training/supervised/strategy_wrappers.py"
@@ -310,16 +311,44 @@ class AvCoPE(AvalancheApproach):
         return {**super().strategy_hyperparameters(), "n_classes": classes, "p_size": classes}
 
 
+def bic_scheduler_problem() -> str | None:
+    """Why Avalanche's BiC fails after its first experience with the installed torch (its scheduler's `verbose`,
+    which torch deprecated in 2.2 and has since removed), or None."""
+    import inspect
+
+    import torch
+    from torch.optim.lr_scheduler import MultiStepLR
+
+    if "verbose" in inspect.signature(MultiStepLR.__init__).parameters:
+        return None
+    return (f"avalanche-lib 0.6.0's BiC plugin builds its bias-correction scheduler as MultiStepLR(..., "
+            f"verbose=False) (avalanche/training/plugins/bic.py:383-385), and torch {torch.__version__}'s "
+            "MultiStepLR has no verbose argument: it would fail after the first task (a torch whose MultiStepLR "
+            "takes verbose runs it)")
+
+
 class AvBiC(AvalancheApproach):
-    """Avalanche's `BiC`: bias correction (`strategy_wrappers.py:1445`)."""
+    """Avalanche's `BiC`: bias correction (`strategy_wrappers.py:1445`); its plugin holds out a validation share
+    of each experience by reassigning the experience's dataset, so it trains on a reassignable copy."""
 
     name, strategy_class, signature = "av-bic", "BiC", f"{SIGNATURES}:1445"
     summary = "Avalanche's BiC (avalanche.training.BiC): bias correction"
     hyperparameters_class = BiCHyperparameters
-    refusal = ("not adapted yet: its plugin reassigns the experience's dataset (to hold out its validation share), "
-               "which the experiences clbench builds with benchmark_from_datasets do not allow")
     task_scenario_refusal = "its bias layers correct the new classes' logits of one output (class-incremental)"
     refuses_domain = "its bias layers correct the new classes' logits of one output (class-incremental)"
+
+    @classmethod
+    def protocol_problem(cls, training: TrainingSpec, data: DataSpec, hyperparameters: Hyperparameters) -> str | None:
+        problem = super().protocol_problem(training, data, hyperparameters)
+        if problem is None and (scheduler := bic_scheduler_problem()) is not None:
+            return f"{cls.strategy_class} cannot run here: {scheduler}"
+        return problem
+
+    def training_experience(self, experience: Any) -> Any:
+        """A copy whose dataset BiC's plugin may replace by the share it does not hold out (plugins/bic.py:173)."""
+        from clbench.approaches.avalanche import bridge
+
+        return bridge.reassignable(experience)
 
 
 class _FeatureStrategy(AvalancheApproach):

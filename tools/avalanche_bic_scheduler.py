@@ -1,0 +1,52 @@
+"""`clbench train` with `av-bic` on a torch whose MultiStepLR no longer takes `verbose` (issue 59).
+
+    CLBENCH_DATA=... python tools/avalanche_bic_scheduler.py train seq-mnist -m av-bic --seeds 0-2 --jobs 1 \
+        --set av-bic.clip_grad_norm=0 --results FOLDER
+
+Avalanche 0.6.0's `BiCPlugin.bias_correction_step` builds its scheduler as `MultiStepLR(bic_optimizer,
+milestones=[50, 100, 150], gamma=0.1, verbose=False)` (`avalanche/training/plugins/bic.py` lines 383-385); torch
+deprecated `verbose` in 2.2 and has since removed it, so `av-bic` is refused where torch's MultiStepLR lacks it
+(clbench.approaches.avalanche.strategies.bic_scheduler_problem). Here MultiStepLR takes `verbose` and drops it (False:
+print nothing, what torch does without it), in Avalanche's BiC module and in torch's namespace that the refusal
+reads; everything else is `av-bic` as shipped. The arguments are `clbench`'s; `--jobs 1` (the patch lives in this
+process). Needs the extra `avalanche`. Not a test.
+
+    python tools/avalanche_bic_scheduler.py classes-softmax train seq-mnist -m av-bic ...
+
+also replaces the distillation's soft targets (`BiCPlugin.cross_entropy`, bic.py lines 284-296:
+`softmax(old_outputs / 2, dim=0)`, over the batch, at a fixed T 2) by the softmax over the old classes at the
+plugin's `T` (`dim=1`, as clbench's `bic`, FACIL and the BiC paper's Eq. 2): the matched run of docs/avalanche.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from avalanche.training.plugins import bic
+
+
+class VerboseMultiStepLR(torch.optim.lr_scheduler.MultiStepLR):
+    """torch's MultiStepLR with the `verbose` argument (ignored) that Avalanche's BiC passes."""
+
+    def __init__(self, *args: Any, verbose: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+
+
+def classes_softmax_distillation(self: Any, new_outputs: torch.Tensor, old_outputs: torch.Tensor) -> torch.Tensor:
+    """Avalanche's distillation with the soft targets over the classes (dim 1) at the plugin's T."""
+    targets = torch.nn.functional.softmax(old_outputs / self.T, dim=1)
+    return torch.nn.functional.cross_entropy(new_outputs / self.T, targets)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["classes-softmax"]:
+        del sys.argv[1]
+        bic.BiCPlugin.cross_entropy = classes_softmax_distillation  # type: ignore[method-assign]
+    torch.optim.lr_scheduler.MultiStepLR = VerboseMultiStepLR  # type: ignore[misc]
+    bic.MultiStepLR = VerboseMultiStepLR  # type: ignore[attr-defined]
+    from clbench.cli import console_main
+
+    console_main()
