@@ -19,16 +19,11 @@ the ten since they are the same size) and the script's wall seconds, import incl
 from __future__ import annotations
 
 import argparse
-import shutil
 import tempfile
 import time
 from pathlib import Path
 
 START = time.perf_counter()
-
-FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
-         "t10k-labels-idx1-ubyte.gz")
-
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -58,27 +53,15 @@ def main() -> None:
 
     torch.set_num_threads(1)
     from avalanche.benchmarks.classic import PermutedMNIST
-    from avalanche.evaluation.metrics import accuracy_metrics
-    from avalanche.models import SimpleMLP
     from avalanche.training import EWC, Naive
-    from avalanche.training.plugins import EvaluationPlugin
+    from avalanche_pipeline import common_arguments, final_accuracy, mnist_root, simple_mlp  # tools/, beside this
 
     with tempfile.TemporaryDirectory() as root:
-        raw = Path(root) / "MNIST" / "raw"  # torchvision's layout: it checks the files' md5 and extracts them
-        raw.mkdir(parents=True)
-        for name in FILES:
-            shutil.copy(args.mnist / name, raw / name)
+        mnist_root(args.mnist, root)
         torch.manual_seed(args.seed)
         benchmark = PermutedMNIST(n_experiences=10, seed=args.seed, return_task_id=False, dataset_root=root)
-        model = SimpleMLP(num_classes=10, hidden_size=100, hidden_layers=2, drop_rate=0)
-        for module in model.modules():
-            if isinstance(module, torch.nn.Linear):
-                torch.nn.init.xavier_uniform_(module.weight)
-                torch.nn.init.zeros_(module.bias)
-        common = {"optimizer": torch.optim.SGD(model.parameters(), lr=args.lr),
-                  "criterion": torch.nn.CrossEntropyLoss(), "train_mb_size": 64, "train_epochs": 1,
-                  "eval_mb_size": 1000, "device": "cpu",
-                  "evaluator": EvaluationPlugin(accuracy_metrics(stream=True), loggers=[])}
+        model = simple_mlp(xavier=True)
+        common = common_arguments(model, args.lr, batch_size=64)
         if args.strategy == "naive":
             strategy = Naive(model, **common)
         else:
@@ -89,7 +72,7 @@ def main() -> None:
                                                         args.seed * 1000 + index))
             strategy.train(experience)
         results = strategy.eval(benchmark.test_stream)
-    accuracy = next(value for key, value in results.items() if key.startswith("Top1_Acc_Stream/eval_phase/test"))
+    accuracy = final_accuracy(results)
     extra = f" ewc_lambda {args.ewc_lambda:g}" if args.strategy == "ewc" else ""
     print(f"{args.strategy} seed {args.seed} lr {args.lr}{extra}: final accuracy {100 * accuracy:.2f}% (domain), "
           f"{time.perf_counter() - START:.1f} s")

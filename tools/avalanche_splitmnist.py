@@ -20,16 +20,11 @@ seconds, import included. Not a test.
 from __future__ import annotations
 
 import argparse
-import shutil
 import tempfile
 import time
 from pathlib import Path
 
 START = time.perf_counter()
-
-FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
-         "t10k-labels-idx1-ubyte.gz")
-
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -55,29 +50,16 @@ def main() -> None:
 
     torch.set_num_threads(1)
     from avalanche.benchmarks.classic import SplitMNIST
-    from avalanche.evaluation.metrics import accuracy_metrics
-    from avalanche.models import SimpleMLP
     from avalanche.training import Naive, Replay
-    from avalanche.training.plugins import EvaluationPlugin
+    from avalanche_pipeline import common_arguments, final_accuracy, mnist_root, simple_mlp  # tools/, beside this
 
     with tempfile.TemporaryDirectory() as root:
-        raw = Path(root) / "MNIST" / "raw"  # torchvision's layout: it checks the files' md5 and extracts them
-        raw.mkdir(parents=True)
-        for name in FILES:
-            shutil.copy(args.mnist / name, raw / name)
+        mnist_root(args.mnist, root)
         torch.manual_seed(args.seed)
         benchmark = SplitMNIST(n_experiences=5, seed=args.seed, fixed_class_order=list(range(10)),
                                return_task_id=False, dataset_root=root)
-        model = SimpleMLP(num_classes=10, hidden_size=100, hidden_layers=2, drop_rate=0)
-        if args.xavier:
-            for module in model.modules():
-                if isinstance(module, torch.nn.Linear):
-                    torch.nn.init.xavier_uniform_(module.weight)
-                    torch.nn.init.zeros_(module.bias)
-        common = {"optimizer": torch.optim.SGD(model.parameters(), lr=args.lr),
-                  "criterion": torch.nn.CrossEntropyLoss(), "train_mb_size": 10, "train_epochs": 1,
-                  "eval_mb_size": 1000, "device": "cpu",
-                  "evaluator": EvaluationPlugin(accuracy_metrics(stream=True), loggers=[])}
+        model = simple_mlp(xavier=args.xavier)
+        common = common_arguments(model, args.lr, batch_size=10)
         if args.strategy == "naive":
             strategy = Naive(model, **common)
         elif args.strategy == "replay":
@@ -90,7 +72,7 @@ def main() -> None:
         for experience in benchmark.train_stream:
             strategy.train(experience)
         results = strategy.eval(benchmark.test_stream)
-    accuracy = next(value for key, value in results.items() if key.startswith("Top1_Acc_Stream/eval_phase/test"))
+    accuracy = final_accuracy(results)
     init = (" xavier" if args.xavier else "") + (f" memory {args.der_memory}" if args.strategy == "der" else "")
     print(f"{args.strategy} seed {args.seed} lr {args.lr}{init}: final class-IL accuracy {100 * accuracy:.2f}%, "
           f"{time.perf_counter() - START:.1f} s")
