@@ -16,6 +16,13 @@ process). Needs the extra `avalanche`. Not a test.
 also replaces the distillation's soft targets (`BiCPlugin.cross_entropy`, bic.py lines 284-296:
 `softmax(old_outputs / 2, dim=0)`, over the batch, at a fixed T 2) by the softmax over the old classes at the
 plugin's `T` (`dim=1`, as clbench's `bic`, FACIL and the BiC paper's Eq. 2): the matched run of docs/avalanche.md.
+
+    python tools/avalanche_bic_scheduler.py unfitted-bias train seq-mnist -m av-bic ...
+
+leaves the bias layer unfitted: `bias_correction_step` (bic.py lines 355-440) creates the experience's `BiasLayer`
+(alpha 1, beta 0, the identity) as Avalanche does and trains nothing, as clbench's `bic` with `bias_epochs=0` (its
+`stage_2_epochs` must be at least 1). With both bias stages off, the two runs differ only in the first stage
+(distillation, memory, validation share): the bisection of docs/avalanche.md.
 """
 
 from __future__ import annotations
@@ -39,12 +46,24 @@ def classes_softmax_distillation(self: Any, new_outputs: torch.Tensor, old_outpu
     return torch.nn.functional.cross_entropy(new_outputs / self.T, targets)
 
 
+def unfitted_bias_layer(self: Any, strategy: Any, **kwargs: Any) -> None:
+    """Avalanche's bias stage without its fit: the experience's bias layer at alpha 1, beta 0, frozen."""
+    targets = strategy.adapted_dataset.targets
+    self.bias_layer = bic.BiasLayer(targets.uniques).to(strategy.device)
+    self.bias_layer.eval()
+    for parameter in self.bias_layer.parameters():
+        parameter.requires_grad = False
+
+
 if __name__ == "__main__":
     import sys
 
     if sys.argv[1:2] == ["classes-softmax"]:
         del sys.argv[1]
         bic.BiCPlugin.cross_entropy = classes_softmax_distillation  # type: ignore[method-assign]
+    elif sys.argv[1:2] == ["unfitted-bias"]:
+        del sys.argv[1]
+        bic.BiCPlugin.bias_correction_step = unfitted_bias_layer  # type: ignore[method-assign]
     torch.optim.lr_scheduler.MultiStepLR = VerboseMultiStepLR  # type: ignore[misc]
     bic.MultiStepLR = VerboseMultiStepLR  # type: ignore[attr-defined]
     from clbench.cli import console_main
