@@ -113,6 +113,12 @@ class Approach(ScenarioLosses):
     # so a `--set` of one is said once (`protocol_notes`) and makes no new configuration.
     ignores_training: ClassVar[tuple[str, ...]] = ()
     ignores_training_reason: ClassVar[str] = ""
+    # Hyper-parameters its class inherits but the approach never reads (iCaRL, LUCIR, BiC: `replay_batch_size`, as
+    # their exemplars join the task's data). As with `ignores_training`, an option that sets one is said once
+    # (`protocol_notes`) and makes no new configuration: the resolved value is the spec's own (without the options)
+    # or the default (`clbench.approaches.resolution`).
+    ignores_hyperparameters: ClassVar[tuple[str, ...]] = ()
+    ignores_hyperparameters_reason: ClassVar[str] = ""
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
         problem = self.network_problem(context.network, hyperparameters)

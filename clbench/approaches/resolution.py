@@ -173,6 +173,8 @@ def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedAppr
                         f"{{max_epochs: 50}}")
     hyperparameters = build(cls.hyperparameters_class, section, where=where, source=spec.source,
                             origins=spec.origins)
+    if asked and _given_options(spec, method, cls.ignores_hyperparameters):
+        hyperparameters = _without_ignored_options(spec, method, hyperparameters)
     merged = {**to_dict(spec.training), **training_overrides}
     training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
                      origins=spec.origins)
@@ -213,6 +215,31 @@ def _ignored_values(spec: BenchmarkSpec, method: str, ignored: tuple[str, ...]) 
     except (ClbenchError, OSError):
         return TrainingSpec()
     return _method_training(unset, method)
+
+
+def _given_options(spec: BenchmarkSpec, method: str, keys: tuple[str, ...]) -> list[str]:
+    """The keys of `keys` (hyper-parameters of `method`) that a command option (`--set`, `--grid`) gave."""
+    fulls = {key: f"approaches.{method}.{key}" for key in keys}
+    return [key for key, full in fulls.items()
+            if any(full == given or full.startswith(f"{given}.") for given in spec.origins)]
+
+
+def _without_ignored_options(spec: BenchmarkSpec, method: str, hyperparameters: Any) -> Any:
+    """`hyperparameters` with each key the approach ignores (`Approach.ignores_hyperparameters`) that an option gave
+    back at the spec's own value (the spec without the command's options; the default where it has none), so that
+    an option that changes none of the approach's numbers makes no new configuration. Stored runs keep their hashes."""
+    from clbench.errors import ClbenchError
+    from clbench.spec import load_benchmark
+
+    cls = lookup(method)
+    given = _given_options(spec, method, cls.ignores_hyperparameters)
+    try:
+        unset = load_benchmark(spec.source, [f"variant={spec.variant}"] if spec.variant else [])
+        section = {key: value for key, value in unset.approach_section(method).items() if key != "training"}
+        own = build(cls.hyperparameters_class, section, where=f"approaches.{method}", source=unset.source)
+    except (ClbenchError, OSError):
+        own = cls.hyperparameters_class()
+    return replace(hyperparameters, **{key: getattr(own, key) for key in given})
 
 
 @functools.lru_cache(maxsize=64)
@@ -285,6 +312,12 @@ def protocol_notes(spec: BenchmarkSpec, method: str) -> list[str]:
         notes.append(f"{cls.name}: {', '.join(ignored)} {'has' if len(ignored) == 1 else 'have'} no effect on "
                      f"{cls.name}: {cls.ignores_training_reason}; its runs are those without "
                      f"{'it' if len(ignored) == 1 else 'them'} (the same config hash)")
+    inert = [f"`{spec.origins[f'approaches.{cls.name}.{key}']}`" for key in cls.ignores_hyperparameters
+             if f"approaches.{cls.name}.{key}" in spec.origins]
+    if inert:
+        notes.append(f"{cls.name}: {', '.join(inert)} {'has' if len(inert) == 1 else 'have'} no effect on "
+                     f"{cls.name}: {cls.ignores_hyperparameters_reason}; its runs are those without "
+                     f"{'it' if len(inert) == 1 else 'them'} (the same config hash)")
     class_loss = ignored_class_loss(spec, cls.name)
     return [*notes, *([class_loss] if class_loss else [])]
 

@@ -445,6 +445,7 @@ def test_options_that_change_no_number_do_not_enter_what_a_tuned_file_must_match
 @pytest.mark.parametrize(("method", "grid", "why"), [
     ("gdumb", "training.lr=0.01,0.05", "have no effect on gdumb"),  # a key gdumb ignores (ignores_training)
     ("sgd", "training.class_loss=seen,all", "has no effect with data.scenario=task"),  # the task scenario's loss
+    ("bic", "bic.replay_batch_size=8,16", "has no effect on bic"),  # a hyper-parameter bic ignores
 ])
 def test_a_grid_whose_points_make_one_run_is_refused_before_training(spec_file: Path, tmp_path: Path, method: str,
                                                                      grid: str, why: str) -> None:

@@ -107,6 +107,9 @@ class BiC(ReplayApproach):
     summary = "bias correction (Wu et al. 2019)"
     hyperparameters_class = BiCHyperparameters
     per_class_memory = True
+    ignores_hyperparameters = ("replay_batch_size",)  # `training_data` joins the exemplars to the task's data
+    ignores_hyperparameters_reason = ("BiC joins its exemplars to the task's training data (`training_data`) "
+                                      "and draws no memory batch per step")
     memories = 2  # the exemplars and the held-out samples of the bias fit
     hparams: BiCHyperparameters
     # 1: the bias fit's SGD lr decayed as the authors' code does and alpha held positive (`functions.fit_bias`;

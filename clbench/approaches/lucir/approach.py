@@ -93,6 +93,9 @@ class LUCIR(ReplayApproach):
     summary = "unified classifier via rebalancing: cosine heads, less-forget, margin ranking (Hou et al. 2019)"
     hyperparameters_class = LUCIRHyperparameters
     per_class_memory = True
+    ignores_hyperparameters = ("replay_batch_size",)  # `training_data` joins the exemplars to the task's data
+    ignores_hyperparameters_reason = ("LUCIR joins its exemplars to the task's training data (`training_data`) "
+                                      "and draws no memory batch per step")
     hparams: LUCIRHyperparameters
     # Mammoth models/lucir.py: COMPATIBILITY = ['class-il', 'task-il']
     refuses_domain = ("LUCIR is a class-incremental method (Mammoth models/lucir.py COMPATIBILITY: class-il, "

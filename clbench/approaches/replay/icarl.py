@@ -94,6 +94,9 @@ class ICaRL(ReplayApproach):
     revision = 1
     hyperparameters_class = ICaRLHyperparameters
     per_class_memory = True
+    ignores_hyperparameters = ("replay_batch_size",)  # `training_data` joins the exemplars to the task's data
+    ignores_hyperparameters_reason = ("iCaRL joins its exemplars to the task's training data (`training_data`) "
+                                      "and draws no memory batch per step")
     hparams: ICaRLHyperparameters
     # Mammoth lists iCaRL for class-il and task-il only (aimagelab/mammoth@e75a491 models/icarl.py: COMPATIBILITY =
     # ['class-il', 'task-il']; ER, A-GEM and DER++ add 'domain-il'): with one shared head every class is an earlier
