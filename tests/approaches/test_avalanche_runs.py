@@ -36,7 +36,8 @@ pytest.importorskip("avalanche.training")
 
 CPU = torch.device("cpu")
 RUNNABLE = sorted(name for name in STRATEGIES if not av_class(name).refusal)
-CLASS_ONLY = sorted(name for name in RUNNABLE if av_class(name).task_scenario_refusal)
+DOMAIN_ONLY = sorted(name for name in RUNNABLE if av_class(name).class_scenario_refusal)
+CLASS_ONLY = sorted(name for name in RUNNABLE if av_class(name).task_scenario_refusal and name not in DOMAIN_ONLY)
 # Settings that keep the tiny runs short: BiC's second stage is 200 epochs by default, MER 5 inner steps per sample.
 SHORT = {"av-bic": {"stage_2_epochs": 2}, "av-mer": {"n_inner_steps": 1}, "av-icarl": {"memory_size": 60}}
 
@@ -44,7 +45,8 @@ SHORT = {"av-bic": {"stage_2_epochs": 2}, "av-mer": {"n_inner_steps": 1}, "av-ic
 def spec_for(method: str, scenario: str, **training: object):  # type: ignore[no-untyped-def]
     protocol = replace(TINY_TRAINING, **{"max_epochs": 2, "class_loss": "all" if scenario == "class" else "seen",
                                          **training})
-    spec = tiny_spec("mlp", scenario=scenario, training=protocol)
+    kind = "permuted" if scenario == "domain" else "split"  # the domain scenario needs tasks of equal classes
+    spec = tiny_spec("mlp", kind=kind, scenario=scenario, training=protocol)
     return replace(spec, approaches={method: SHORT[method]}) if method in SHORT else spec
 
 
@@ -95,7 +97,8 @@ def test_every_runnable_strategy_resumes_with_the_uninterrupted_numbers(method: 
         pytest.skip("av-gem needs quadprog (refused without it: test_gem_without_quadprog_is_refused)")
     if method == "av-bic":  # refused where torch's MultiStepLR has no verbose: test_bic_s_scheduler_...
         installed_scheduler(monkeypatch, VerboseMultiStepLR)
-    spec = spec_for(method, "class" if method in CLASS_ONLY else "task", max_epochs=3)
+    scenario = "domain" if method in DOMAIN_ONLY else "class" if method in CLASS_ONLY else "task"
+    spec = spec_for(method, scenario, max_epochs=3)
     reference = run(tmp_path / "reference", method, spec)
     assert full_matrix(reference.rows)
     origin = json.loads(reference.rows[0]["approach_origin"])
@@ -130,6 +133,33 @@ def test_the_class_scenario_trains_over_every_class(method: str, tmp_path: Path)
 def test_class_incremental_strategies_are_refused_in_the_task_scenario(method: str, tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=f"approach {method}: .* does not run with data.scenario=task"):
         run(tmp_path, method, spec_for(method, "task"))
+
+
+@pytest.mark.parametrize("method", DOMAIN_ONLY)
+@pytest.mark.parametrize("scenario", ["task", "class"])
+def test_domain_incremental_strategies_are_refused_in_the_other_scenarios(method: str, scenario: str,
+                                                                          tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=f"approach {method}: .* does not run with data.scenario={scenario}: .*"
+                                        "use data.scenario=domain"):
+        run(tmp_path, method, spec_for(method, scenario))
+
+
+def test_lfl_reads_the_body_s_features_and_freezes_the_shared_head(tmp_path: Path) -> None:
+    """av-lfl's network (the domain scenario's): LFL's `get_last_fc_layer` finds the one shared head, not a body
+    layer, and `get_features` is the body's output; trained, the head stays as the first experience left it."""
+    from avalanche.training.utils import get_last_fc_layer
+
+    from clbench.approaches.avalanche import bridge
+    from clbench.nets.mlp import MLP
+
+    network = MLP(784, [6, 5], [3, 3, 3])
+    network.tie_heads()
+    model = bridge.SharedHeadWithFeatures(network)
+    name, layer = get_last_fc_layer(model)
+    assert layer is network.heads[0] and name.endswith("heads.0")
+    x = torch.randn(4, 1, 28, 28)
+    assert torch.equal(model.get_features(x), network.features(x))
+    assert torch.equal(model(x), network.heads[0](network.features(x)))
 
 
 def test_gem_without_quadprog_is_refused(tmp_path: Path, monkeypatch) -> None:

@@ -51,6 +51,7 @@ class AvalancheApproach(Approach):
     signature: ClassVar[str] = ""  # where its constructor is, in avalanche-lib 0.6.0: "file.py:line"
     refusal: ClassVar[str] = ""  # why it cannot run under clbench at all (pre-trained weights, a generator...)
     task_scenario_refusal: ClassVar[str] = ""  # why it cannot run in the task scenario, "" if it can
+    class_scenario_refusal: ClassVar[str] = ""  # why it cannot run in the class scenario, "" if it can
     not_resumable: ClassVar[str] = ""  # why a stopped run cannot resume from its checkpoint, "" if it can
 
     def __init__(self, context: ApproachContext, hyperparameters: Hyperparameters) -> None:
@@ -77,6 +78,8 @@ class AvalancheApproach(Approach):
                     "pip install quadprog")
         if data.scenario == "task" and cls.task_scenario_refusal:
             return f"{cls.strategy_class} does not run with data.scenario=task: {cls.task_scenario_refusal}"
+        if data.scenario == "class" and cls.class_scenario_refusal:
+            return f"{cls.strategy_class} does not run with data.scenario=class: {cls.class_scenario_refusal}"
         if data.scenario == "class" and training.class_loss != "all":
             return ("Avalanche's strategies train a single head over every class: set training.class_loss=all "
                     f"(here {training.class_loss})")

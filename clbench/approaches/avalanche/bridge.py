@@ -25,6 +25,7 @@ from avalanche.benchmarks.scenarios.task_aware import with_task_labels
 from avalanche.benchmarks.utils.classification_dataset import _make_taskaware_tensor_classification_dataset
 from avalanche.core import SupervisedPlugin
 from avalanche.models import MultiTaskModule
+from avalanche.models.base_model import BaseModel
 from avalanche.training.plugins import EvaluationPlugin
 from torch import nn
 
@@ -65,6 +66,18 @@ class EveryClass(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         features = self.network.features(x)  # (B, F)
         return self.network.heads[0](features) if self.domain else self.network.all_heads(features)
+
+
+class SharedHeadWithFeatures(EveryClass, BaseModel):
+    """The domain scenario's network (the one shared head) as Avalanche's `BaseModel`, whose `get_features` is the
+    body's output: what LFL reads (`training/plugins/lfl.py`: `get_features`, and `get_last_fc_layer`, the last
+    `nn.Linear` of `named_modules`: the shared head, registered after the body)."""
+
+    def __init__(self, network: MultiHeadNet) -> None:
+        super().__init__(network, domain=True)
+
+    def get_features(self, x: torch.Tensor) -> torch.Tensor:
+        return self.network.features(x)  # (B, F)
 
 
 class Features(nn.Module):

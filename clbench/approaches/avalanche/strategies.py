@@ -139,6 +139,13 @@ class LwFHyperparameters(Hyperparameters):
 
 
 @dataclass(frozen=True)
+class LFLHyperparameters(Hyperparameters):
+    lambda_e: float = field(0.0001, doc="weight of the mean squared distance between the network's features and the "
+                                        "previous network's (required in Avalanche; its example "
+                                        "examples/lfl_mnist.py, on PermutedMNIST: 0.0001)", minimum=0.0)
+
+
+@dataclass(frozen=True)
 class SIHyperparameters(Hyperparameters):
     si_lambda: float = field(1.0, doc="penalty weight (required in Avalanche; clbench: 1, Zenke et al.'s c on split "
                                       "MNIST)", minimum=0.0)
@@ -230,6 +237,28 @@ class AvLwF(AvalancheApproach):
     name, strategy_class, signature = "av-lwf", "LwF", f"{SIGNATURES}:838"
     summary = "Avalanche's LwF (avalanche.training.LwF): learning without forgetting"
     hyperparameters_class = LwFHyperparameters
+
+
+class AvLFL(AvalancheApproach):
+    """Avalanche's `LFL`: less-forgetting learning (`strategy_wrappers.py:1299`), in the domain scenario: after the
+    first experience it freezes the network's last linear layer, the one shared head (`plugins/lfl.py`,
+    `after_training_exp`: `get_last_fc_layer`), and adds lambda_e times the mean squared distance between the body's
+    features and the previous network's (`penalty`, `mse_loss`)."""
+
+    name, strategy_class, signature = "av-lfl", "LFL", f"{SIGNATURES}:1299"
+    summary = "Avalanche's LFL (avalanche.training.LFL): less-forgetting learning, domain scenario"
+    hyperparameters_class = LFLHyperparameters
+    task_scenario_refusal = ("it freezes the network's last linear layer as the one classifier of every task "
+                             "(plugins/lfl.py: get_last_fc_layer); with a head per task that is the last task's head; "
+                             "use data.scenario=domain")
+    class_scenario_refusal = ("it freezes the network's last linear layer after the first experience "
+                              "(plugins/lfl.py: get_last_fc_layer), so the classes of later experiences could not be "
+                              "learnt; use data.scenario=domain")
+
+    def strategy_arguments(self, body: MultiHeadNet) -> dict[str, Any]:
+        from clbench.approaches.avalanche import bridge
+
+        return {"model": bridge.SharedHeadWithFeatures(body)}
 
 
 class AvSynapticIntelligence(AvalancheApproach):
@@ -440,9 +469,6 @@ AvJointTraining = _refused("AvJointTraining", "av-jointtraining", "JointTraining
                            "reference)")
 AvSCR = _refused("AvSCR", "av-scr", "SCR", "avalanche/training/supervised/supervised_contrastive_replay.py:35",
                  "it needs its own SCRModel (a projection network beside the body) and torchvision augmentations")
-AvLFL = _refused("AvLFL", "av-lfl", "LFL", f"{SIGNATURES}:1299",
-                 "it freezes the network's last linear layer as its one classifier (plugins/lfl.py: "
-                 "get_last_fc_layer) and needs Avalanche's BaseModel; the spec's network has one head per task")
 AvFeatureReplay = _refused("AvFeatureReplay", "av-featurereplay", "FeatureReplay",
                            "avalanche/training/supervised/feature_replay.py:48",
                            "it replays features at a named last layer (last_layer_name) over every class; the spec's "
