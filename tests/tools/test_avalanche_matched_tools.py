@@ -64,3 +64,17 @@ def test_bic_unfitted_bias_layer_is_the_identity_on_the_experience_classes() -> 
     assert plugin.bias_layer.clss.tolist() == [2, 3]
     assert torch.equal(plugin.bias_layer(logits), logits)
     assert not any(parameter.requires_grad for parameter in plugin.bias_layer.parameters())
+
+
+def test_lfl_unfrozen_keeps_the_previous_network_and_leaves_the_output_layer_trainable() -> None:
+    from avalanche.training.plugins import LFLPlugin
+
+    tool = load_tool("avalanche_lfl_unfrozen")
+    plugin = LFLPlugin(lambda_e=0.1)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    tool.keep_previous_network_only(plugin, SimpleNamespace(model=model))
+    assert all(parameter.requires_grad for parameter in model.parameters())  # Avalanche's would freeze model[2]
+    assert not any(parameter.requires_grad for parameter in plugin.prev_model.parameters())
+    assert plugin.prev_model is not model and torch.equal(plugin.prev_model[2].weight, model[2].weight)
+    LFLPlugin.after_training_exp(plugin, SimpleNamespace(model=model))  # as shipped, for contrast
+    assert not model[2].weight.requires_grad and model[0].weight.requires_grad
