@@ -14,7 +14,9 @@ from clbench.approaches.datatypes import StepInfo
 from clbench.approaches.importance.functions import (
     accumulate_importance,
     clip_at_zero,
+    linear_absolute_gradient_sums,
     mas_importance,
+    output_norm_gradients,
     penalty_stiffness,
     quadratic_penalty,
     quadratic_penalty_gradient,
@@ -90,6 +92,35 @@ def test_mas_importance_is_the_mean_absolute_per_sample_gradient_of_the_squared_
     for name in expected:
         torch.testing.assert_close(importance[name], expected[name] / len(data), rtol=1e-4, atol=1e-6)
     assert all(float(value.sum()) > 0 for value in importance.values())
+
+
+@pytest.mark.parametrize("seen", [False, True])
+def test_mas_linear_layers_sum_of_absolute_gradients_is_the_per_sample_one(mlp, seen: bool) -> None:
+    """The one-pass sums |Delta|^T |A| (weights) and sum |delta| (biases) equal the per-sample gradients' absolute
+    values summed, for the body and the task's head (the class scenario's output over the seen heads with `seen`)."""
+    spec, tasks = mlp
+    network = make_approach("mas", spec, tasks).network
+    network.eval()
+    parameters = {name: p for name, p in network.named_parameters() if not name.startswith("heads.") or
+                  name.startswith("heads.1.")}
+    inputs = tasks[1].train.batch(slice(0, 9)).inputs
+    fast = linear_absolute_gradient_sums(network, parameters, inputs, 1, seen)
+    per_sample = output_norm_gradients(network, parameters, inputs, 1, seen)
+    assert fast is not None and fast.keys() == per_sample.keys() and any(name.endswith("bias") for name in fast)
+    for name in fast:
+        torch.testing.assert_close(fast[name], per_sample[name].abs().sum(0), rtol=1e-5, atol=1e-6)
+        assert not torch.allclose(fast[name], per_sample[name].sum(0).abs())  # not |sum|: the absolute value first
+
+
+def test_mas_importance_of_a_convolutional_body_falls_back_to_per_sample_gradients() -> None:
+    spec = tiny_spec("alexnet", training=QUICK)
+    tasks = tiny_tasks(spec)
+    approach = make_approach("mas", spec, tasks)
+    network, body = approach.network, approach.body
+    network.eval()
+    inputs = tasks[0].train.batch(slice(0, 3)).inputs
+    assert any(p.dim() == 4 for p in body.values())  # a convolution's weight
+    assert linear_absolute_gradient_sums(network, body, inputs, 0) is None
 
 
 def mean_absolute_output_gradient(network, body, data, head: int) -> dict[str, torch.Tensor]:

@@ -121,23 +121,75 @@ def output_norm_gradients(network: nn.Module, parameters: Mapping[str, torch.Ten
     return vmap(grad(squared_norm), in_dims=(None, 0), randomness="different")(weights, inputs)
 
 
+def linear_absolute_gradient_sums(network: nn.Module, parameters: Mapping[str, torch.Tensor], inputs: torch.Tensor,
+                                  task: int, seen: bool = False) -> ParameterDict | None:
+    """sum_i |d ||f(x_i)||^2 / dtheta| over the samples of `inputs`, for `parameters` that all belong to `nn.Linear`
+    layers each called once per forward pass; None otherwise (then `output_norm_gradients` per sample).
+
+    A sample's gradient of a linear layer's weight is the outer product delta_i a_i^T of the gradient at the layer's
+    output and the layer's input, so |delta_i a_i^T| = |delta_i| |a_i|^T and the sum over samples is one product,
+    |Delta|^T |A|; the bias's is sum_i |delta_i|. With the loss summed over the batch and each sample's output
+    depending on its own input only (eval mode), Delta's rows are the per-sample deltas: one forward and one backward
+    pass give what `output_norm_gradients` gives sample by sample, up to float rounding.
+    """
+    owners: dict[str, tuple[str, str]] = {}  # parameter name -> (module name, "weight" or "bias")
+    for module_name, module in network.named_modules():
+        if isinstance(module, nn.Linear):
+            for kind in ("weight", "bias"):
+                if getattr(module, kind) is not None:
+                    owners[f"{module_name}.{kind}" if module_name else kind] = (module_name, kind)
+    if not parameters or any(name not in owners for name in parameters):
+        return None
+    wanted = {owners[name][0] for name in parameters}
+    modules = dict(network.named_modules())
+    calls: dict[str, list[tuple[torch.Tensor, torch.Tensor]]] = {name: [] for name in wanted}
+
+    def keep(name: str):  # type: ignore[no-untyped-def]
+        return lambda module, args, output: calls[name].append((args[0], output))
+
+    handles = [modules[name].register_forward_hook(keep(name)) for name in wanted]
+    try:
+        with torch.enable_grad():
+            output = network(inputs, task, seen=True) if seen else network(inputs, task)
+            if any(len(found) != 1 for found in calls.values()):
+                return None  # a layer called twice: its per-sample gradient sums the calls before the absolute value
+            order = sorted(wanted)
+            deltas = torch.autograd.grad(output.pow(2).sum(), [calls[name][0][1] for name in order])
+    finally:
+        for handle in handles:
+            handle.remove()
+    sums: ParameterDict = {}
+    for module_name, delta in zip(order, deltas):
+        layer_input = calls[module_name][0][0].detach().flatten(0, -2).abs()  # (B, in)
+        delta = delta.detach().flatten(0, -2).abs()  # (B, out)
+        for name, (owner, kind) in owners.items():
+            if owner == module_name and name in parameters:
+                sums[name] = delta.T @ layer_input if kind == "weight" else delta.sum(0)
+    return sums
+
+
 def mas_importance(network: nn.Module, parameters: Mapping[str, torch.Tensor], data: LabelledData, task: int,
                    batch_size: int, seen: bool = False) -> ParameterDict:
     """MAS importance (Aljundi et al. 2018, eq. 2 with the squared L2 norm): (1/N) sum_i |d ||f(x_i)||^2 / dtheta|.
 
     f is task `task`'s output (the logits of its head; with `seen`, the class scenario's output over every class
     seen so far, as FACIL's mas.py takes the norm of all heads' outputs) in eval mode; the labels are not used.
-    `batch_size` only chunks the per-sample gradients (memory: batch_size x the parameters); the network's mode
-    is restored.
+    `batch_size` only chunks the samples (the per-sample gradients' memory, batch_size x the parameters, where a
+    layer is not linear: `linear_absolute_gradient_sums` sums a linear layer's in one pass); the network's mode is
+    restored.
     """
     was_training = network.training
     network.eval()
     total = {name: torch.zeros_like(value) for name, value in parameters.items()}
     try:
         for chunk in data.batches(batch_size):
-            gradients = output_norm_gradients(network, parameters, data.batch(chunk).inputs, task, seen)
+            inputs = data.batch(chunk).inputs
+            sums = linear_absolute_gradient_sums(network, parameters, inputs, task, seen)
+            if sums is None:
+                gradients = output_norm_gradients(network, parameters, inputs, task, seen)
+                sums = {name: gradients[name].abs().sum(0) for name in total}
             for name in total:
-                total[name] += gradients[name].abs().sum(0)
+                total[name] += sums[name]
     finally:
         network.train(was_training)
     return {name: value / max(1, len(data)) for name, value in total.items()}
