@@ -23,6 +23,12 @@ leaves the bias layer unfitted: `bias_correction_step` (bic.py lines 355-440) cr
 (alpha 1, beta 0, the identity) as Avalanche does and trains nothing, as clbench's `bic` with `bias_epochs=0` (its
 `stage_2_epochs` must be at least 1). With both bias stages off, the two runs differ only in the first stage
 (distillation, memory, validation share): the bisection of docs/avalanche.md.
+
+    python tools/avalanche_bic_scheduler.py joined-exemplars train seq-mnist -m av-bic ...
+
+joins the memory's exemplars to the experience's training data, shuffled together, as clbench's `bic` (FACIL's rule)
+does, instead of Avalanche's memory batch beside every batch of new data (`before_training_exp`, bic.py lines
+175-216: `ReplayDataLoader`); the variants combine with a `+` (`joined-exemplars+unfitted-bias`).
 """
 
 from __future__ import annotations
@@ -55,15 +61,33 @@ def unfitted_bias_layer(self: Any, strategy: Any, **kwargs: Any) -> None:
         parameter.requires_grad = False
 
 
+def joined_exemplars(self: Any, strategy: Any, num_workers: int = 0, shuffle: bool = True, **kwargs: Any) -> None:
+    """Avalanche's `before_training_exp` with the memory joined to the experience's data in one shuffled loader."""
+    from avalanche.benchmarks.utils.data_loader import TaskBalancedDataLoader
+
+    if self.bias_layer is not None:
+        for parameter in self.bias_layer.parameters():
+            parameter.requires_grad = False
+    if len(self.storage_policy.buffer) == 0:
+        return
+    joined = bic.concat_datasets([strategy.adapted_dataset, self.storage_policy.buffer])
+    strategy.dataloader = TaskBalancedDataLoader(joined, oversample_small_groups=True,
+                                                 batch_size=strategy.train_mb_size, shuffle=shuffle,
+                                                 num_workers=num_workers)
+
+
+VARIANTS = {"classes-softmax": ("cross_entropy", classes_softmax_distillation),
+            "unfitted-bias": ("bias_correction_step", unfitted_bias_layer),
+            "joined-exemplars": ("before_training_exp", joined_exemplars)}
+
+
 if __name__ == "__main__":
     import sys
 
-    if sys.argv[1:2] == ["classes-softmax"]:
-        del sys.argv[1]
-        bic.BiCPlugin.cross_entropy = classes_softmax_distillation  # type: ignore[method-assign]
-    elif sys.argv[1:2] == ["unfitted-bias"]:
-        del sys.argv[1]
-        bic.BiCPlugin.bias_correction_step = unfitted_bias_layer  # type: ignore[method-assign]
+    if sys.argv[1:2] and set(sys.argv[1].split("+")) <= set(VARIANTS):
+        for variant in sys.argv.pop(1).split("+"):
+            method, replacement = VARIANTS[variant]
+            setattr(bic.BiCPlugin, method, replacement)
     torch.optim.lr_scheduler.MultiStepLR = VerboseMultiStepLR  # type: ignore[misc]
     bic.MultiStepLR = VerboseMultiStepLR  # type: ignore[attr-defined]
     from clbench.cli import console_main

@@ -78,3 +78,25 @@ def test_lfl_unfrozen_keeps_the_previous_network_and_leaves_the_output_layer_tra
     assert plugin.prev_model is not model and torch.equal(plugin.prev_model[2].weight, model[2].weight)
     LFLPlugin.after_training_exp(plugin, SimpleNamespace(model=model))  # as shipped, for contrast
     assert not model[2].weight.requires_grad and model[0].weight.requires_grad
+
+
+def test_bic_joined_exemplars_shuffles_the_memory_into_the_experience_s_data_once_per_epoch() -> None:
+    from avalanche.benchmarks.utils.classification_dataset import _make_taskaware_tensor_classification_dataset
+
+    tool = load_tool("avalanche_bic_scheduler")
+
+    def dataset(labels: list[int]):  # type: ignore[no-untyped-def]
+        targets = torch.tensor(labels)
+        return _make_taskaware_tensor_classification_dataset(torch.randn(len(labels), 2), targets,
+                                                             targets=labels, task_labels=0)
+
+    new, memory = dataset([2, 2, 3, 3, 3, 2]), dataset([0, 1, 0, 1])
+    plugin = SimpleNamespace(bias_layer=None, storage_policy=SimpleNamespace(buffer=memory))
+    strategy = SimpleNamespace(adapted_dataset=new, train_mb_size=3, dataloader=None)
+    tool.joined_exemplars(plugin, strategy)
+    seen = sorted(int(label) for batch in strategy.dataloader for label in batch[1])
+    assert seen == [0, 0, 1, 1, 2, 2, 2, 3, 3, 3]  # every sample once: no memory batch beside each batch
+    assert max(len(batch[1]) for batch in strategy.dataloader) == 3
+    empty = SimpleNamespace(adapted_dataset=new, train_mb_size=3, dataloader="the strategy's")
+    tool.joined_exemplars(SimpleNamespace(bias_layer=None, storage_policy=SimpleNamespace(buffer=[])), empty)
+    assert empty.dataloader == "the strategy's"  # the first experience: nothing to join
