@@ -173,8 +173,9 @@ def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedAppr
                         f"{{max_epochs: 50}}")
     hyperparameters = build(cls.hyperparameters_class, section, where=where, source=spec.source,
                             origins=spec.origins)
-    if asked and _given_options(spec, method, cls.ignores_hyperparameters):
-        hyperparameters = _without_ignored_options(spec, method, hyperparameters)
+    ignored_given = _given_options(spec, method, cls.ignores_hyperparameters) if asked else []
+    if ignored_given:
+        hyperparameters = _without_ignored_options(spec, method, hyperparameters, ignored_given)
     merged = {**to_dict(spec.training), **training_overrides}
     training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
                      origins=spec.origins)
@@ -205,40 +206,48 @@ def _ignored_values(spec: BenchmarkSpec, method: str, ignored: tuple[str, ...]) 
     if shipped is not None:
         return shipped
     keys = [full for key in ignored for full in (f"training.{key}", f"approaches.{method}.training.{key}")]
-    if not any(full == given or full.startswith(f"{given}.") for full in keys for given in spec.origins):
+    if not any(_given_by_option(spec, full) for full in keys):
         return None
+    unset = _without_options(spec)
+    return TrainingSpec() if unset is None else _method_training(unset, method)
+
+
+def _given_by_option(spec: BenchmarkSpec, key: str) -> bool:
+    """True when a command option (`--set`, `--grid`) gave the spec key `key` or a section above it."""
+    return any(key == given or key.startswith(f"{given}.") for given in spec.origins)
+
+
+def _without_options(spec: BenchmarkSpec) -> BenchmarkSpec | None:
+    """The spec file (with its variant) as written, without the command's options; None if it cannot be read."""
     from clbench.errors import ClbenchError
     from clbench.spec import load_benchmark
 
     try:
-        unset = load_benchmark(spec.source, [f"variant={spec.variant}"] if spec.variant else [])
+        return load_benchmark(spec.source, [f"variant={spec.variant}"] if spec.variant else [])
     except (ClbenchError, OSError):
-        return TrainingSpec()
-    return _method_training(unset, method)
+        return None
 
 
 def _given_options(spec: BenchmarkSpec, method: str, keys: tuple[str, ...]) -> list[str]:
     """The keys of `keys` (hyper-parameters of `method`) that a command option (`--set`, `--grid`) gave."""
-    fulls = {key: f"approaches.{method}.{key}" for key in keys}
-    return [key for key, full in fulls.items()
-            if any(full == given or full.startswith(f"{given}.") for given in spec.origins)]
+    return [key for key in keys if _given_by_option(spec, f"approaches.{method}.{key}")]
 
 
-def _without_ignored_options(spec: BenchmarkSpec, method: str, hyperparameters: Any) -> Any:
-    """`hyperparameters` with each key the approach ignores (`Approach.ignores_hyperparameters`) that an option gave
-    back at the spec's own value (the spec without the command's options; the default where it has none), so that
-    an option that changes none of the approach's numbers makes no new configuration. Stored runs keep their hashes."""
+def _without_ignored_options(spec: BenchmarkSpec, method: str, hyperparameters: Any, given: list[str]) -> Any:
+    """`hyperparameters` with the keys in `given` (ones the approach ignores, `Approach.ignores_hyperparameters`,
+    that an option gave) back at the spec's own value (the spec without the command's options; the default where it
+    has none), so that an option that changes none of the approach's numbers makes no new configuration. Stored runs
+    keep their hashes."""
     from clbench.errors import ClbenchError
-    from clbench.spec import load_benchmark
 
     cls = lookup(method)
-    given = _given_options(spec, method, cls.ignores_hyperparameters)
-    try:
-        unset = load_benchmark(spec.source, [f"variant={spec.variant}"] if spec.variant else [])
+    unset, own = _without_options(spec), cls.hyperparameters_class()
+    if unset is not None:
         section = {key: value for key, value in unset.approach_section(method).items() if key != "training"}
-        own = build(cls.hyperparameters_class, section, where=f"approaches.{method}", source=unset.source)
-    except (ClbenchError, OSError):
-        own = cls.hyperparameters_class()
+        try:
+            own = build(cls.hyperparameters_class, section, where=f"approaches.{method}", source=unset.source)
+        except ClbenchError:
+            pass  # the file's own section is invalid without the options: the defaults
     return replace(hyperparameters, **{key: getattr(own, key) for key in given})
 
 
