@@ -58,8 +58,10 @@ def test_a_learning_rate_that_is_not_positive_is_refused() -> None:
 def test_the_optimiser_and_a_step_import_no_torch_dynamo() -> None:
     """The paper's plain SGD compiles nothing: its optimiser and a training step leave torch._dynamo unimported
     (torch.optim.SGD's constructor imported it: about 2 s of start-up). A whole run now imports it once, in its
-    counted evaluation (issue 61's FLOP counter: a function torch wraps in `_disable_dynamo` is called under it;
-    1.7 s here, once per process; which call exactly is not pinned down yet)."""
+    counted evaluation: torch wraps every dispatch mode's `__torch_dispatch__` in `torch._disable_dynamo`
+    (torch/utils/_python_dispatch.py, `TorchDispatchMode.__init_subclass__`, torch 2.14.1), whose first call imports
+    torch._dynamo, so issue 61's FLOP counter (`FlopCounterMode`, a dispatch mode) imports it at its first counted
+    operation: 1.7 s here, once per process."""
     script = (
         "import torch\n"
         "from clbench.approaches.optim import PlainSGD\n"

@@ -137,6 +137,10 @@ def test_several_benchmarks_share_one_flops_figure_a_panel_each(realtime_results
     points = [[(line.get_xdata()[0], line.get_color()) for line in axes.get_lines() if line.get_marker() == "o"]
               for axes in panels]
     assert [len(panel) for panel in points] == [2, 1]
+    for axes, panel in zip(panels, points):  # every point clear of its panel's frame by 6% (a marker), log scale
+        low, high = np.log10(axes.get_xlim())
+        for x, _ in panel:
+            assert low + 0.06 * (high - low) < np.log10(x) < high - 0.06 * (high - low)
     legend = {text.get_text(): handle.get_color() for text, handle in  # type: ignore[attr-defined]
               zip(flops_figures["benchmarks-accuracy-flops"].legends[0].get_texts(),
                   flops_figures["benchmarks-accuracy-flops"].legends[0].legend_handles)}
