@@ -175,7 +175,7 @@ def _build(spec: BenchmarkSpec, method: str, asked: bool = True) -> ResolvedAppr
                             origins=spec.origins)
     ignored_given = _given_options(spec, method, cls.ignores_hyperparameters) if asked else []
     if ignored_given:
-        hyperparameters = _without_ignored_options(spec, method, hyperparameters, ignored_given)
+        hyperparameters = _without_ignored_options(spec, method, cls, hyperparameters, ignored_given)
     merged = {**to_dict(spec.training), **training_overrides}
     training = build(TrainingSpec, merged, where=f"{where}.training", source=spec.source,
                      origins=spec.origins)
@@ -233,14 +233,14 @@ def _given_options(spec: BenchmarkSpec, method: str, keys: tuple[str, ...]) -> l
     return [key for key in keys if _given_by_option(spec, f"approaches.{method}.{key}")]
 
 
-def _without_ignored_options(spec: BenchmarkSpec, method: str, hyperparameters: Any, given: list[str]) -> Any:
+def _without_ignored_options(spec: BenchmarkSpec, method: str, cls: type[Approach], hyperparameters: Any,
+                             given: list[str]) -> Any:
     """`hyperparameters` with the keys in `given` (ones the approach ignores, `Approach.ignores_hyperparameters`,
     that an option gave) back at the spec's own value (the spec without the command's options; the default where it
     has none), so that an option that changes none of the approach's numbers makes no new configuration. Stored runs
     keep their hashes."""
     from clbench.errors import ClbenchError
 
-    cls = lookup(method)
     unset, own = _without_options(spec), cls.hyperparameters_class()
     if unset is not None:
         section = {key: value for key, value in unset.approach_section(method).items() if key != "training"}

@@ -223,7 +223,7 @@ def plot_accuracy_flops(summaries: Sequence[Summary], directory: Path) -> list[P
             axes.errorbar(row.train_flops.mean, 100 * row.accuracy.mean, xerr=spread[0], yerr=100 * spread[1],
                           fmt=markers[setting], color=palette[approach], capsize=3, markersize=6)
         axes.set_xscale("log")
-        axes.margins(x=0.08, y=0.06)  # no point on the frame: the cheapest run (SGD's) is the stream's unit
+        axes.margins(x=0.08, y=0.06)  # the extreme points (SGD's, the cheapest) clear of the frame
         axes.xaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))  # 20G, 50G, 100G, ...: a label in any decade
         for formatter in (axes.xaxis.set_major_formatter, axes.xaxis.set_minor_formatter):
             formatter(EngFormatter(sep=""))
