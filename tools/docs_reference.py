@@ -285,8 +285,18 @@ VERDICTS = ("yes", "partly", "no", "no tolerance", "not comparable", "not measur
 """What a ledger row's `within` may say, in the order the page counts them."""
 
 
+NEXT_ROW = re.compile(r"\bnext rows?\b")
+"""A note that points at the row below it ("the next row", "the next rows")."""
+
+
+def same_topic(one: str, other: str) -> bool:
+    """Whether two ledger ids share their first two dash-separated parts (`avalanche-pmnist-...`, `hat-mnist2-...`)."""
+    return one.split("-")[:2] == other.split("-")[:2]
+
+
 def checked_ledger(ledger: dict) -> list[dict]:
-    """The ledger's entries; ValueError naming the entry when an id repeats or a `within` is not in VERDICTS."""
+    """The ledger's entries; ValueError naming the entry when an id repeats, a `within` is not in VERDICTS, or a note
+    points at the next row while the row below it is of another topic (a row inserted between them)."""
     entries = ledger["entries"]
     for index, entry in enumerate(entries):
         if entry["within"] not in VERDICTS:
@@ -294,6 +304,10 @@ def checked_ledger(ledger: dict) -> list[dict]:
                              f"not {entry['within']!r}")
         if any(other["id"] == entry["id"] for other in entries[:index]):
             raise ValueError(f"reproductions entry {entry['id']!r} is there twice")
+        below = entries[index + 1]["id"] if index + 1 < len(entries) else None
+        if NEXT_ROW.search(entry.get("note") or "") and not (below and same_topic(entry["id"], below)):
+            raise ValueError(f"reproductions entry {entry['id']!r}: its note points at the next row, but the row "
+                             f"below it is {below!r}: move the row it means right below it")
     return entries
 
 

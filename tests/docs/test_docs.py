@@ -90,6 +90,25 @@ def test_the_reproductions_ledger_refuses_an_unknown_verdict_and_a_repeated_row(
     assert "2 comparisons; within tolerance: yes 1, no 1." in page and '<a id="b"></a>' in page
 
 
+def test_a_ledger_note_pointing_at_the_next_row_needs_that_row_below_it(tmp_path: Path) -> None:
+    tool = load_tool("docs_reference")
+    row = ("  - {id: %s, setting: s, clbench: '1', tolerance: t, within: 'no', note: '%s', "
+           "commands: ['clbench list'], page: index.md}\n")
+    ledger = tmp_path / "ledger.yaml"
+    matched = row % ("hat-mnist2-paper", "the network (next row)") + row % ("hat-mnist2-reference", "one seed")
+    ledger.write_text("entries:\n" + matched + "not_compared: []\n")
+    assert '<a id="hat-mnist2-reference"></a>' in tool.reproductions_page(ledger)
+    inserted = (row % ("hat-mnist2-paper", "the network (next row)") + row % ("tab5mnist-sgd", "protocol")
+                + row % ("hat-mnist2-reference", "one seed"))
+    ledger.write_text("entries:\n" + inserted + "not_compared: []\n")
+    with pytest.raises(ValueError, match="'hat-mnist2-paper': its note points at the next row, but the row below "
+                                         "it is 'tab5mnist-sgd'"):
+        tool.reproductions_page(ledger)
+    ledger.write_text("entries:\n" + row % ("hat-mnist2-paper", "see the next rows") + "not_compared: []\n")
+    with pytest.raises(ValueError, match="the row below it is None"):
+        tool.reproductions_page(ledger)
+
+
 def test_every_built_in_approach_names_the_authors_code() -> None:
     # the approaches reference renders each class docstring: it names the authors' source files (or, for the HAT
     # paper's baselines and references, the HAT authors' code for them), each in backquotes
